@@ -1,0 +1,22 @@
+# kforge_common: status helpers, hashing, config, logging, stores (local dir, Redis, blobs),
+# metrics and the gRPC server/channel helpers every service uses.
+add_library(kforge_common STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/blob_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/config.cc
+  ${CMAKE_CURRENT_LIST_DIR}/digest.cc
+  ${CMAKE_CURRENT_LIST_DIR}/grpc_server.cc
+  ${CMAKE_CURRENT_LIST_DIR}/local_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/logging.cc
+  ${CMAKE_CURRENT_LIST_DIR}/metrics.cc
+  ${CMAKE_CURRENT_LIST_DIR}/redis_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/status.cc
+  ${CMAKE_CURRENT_LIST_DIR}/store.cc)
+target_link_libraries(kforge_common PUBLIC
+  kforge_protos
+  absl::status absl::statusor absl::strings absl::str_format absl::time absl::synchronization
+  OpenSSL::Crypto
+  PkgConfig::HIREDIS
+  prometheus-cpp::core prometheus-cpp::pull
+  spdlog::spdlog
+  nlohmann_json::nlohmann_json
+  gRPC::grpc++ gRPC::grpc++_reflection)
