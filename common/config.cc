@@ -17,13 +17,16 @@ namespace {
 
 constexpr std::string_view kEnvPrefix = "KFORGE_";
 
+// Debian's abseil has its own string_view type, not std::string_view.
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 std::string FlagName(std::string_view key) {
-  return absl::StrCat("--", absl::StrReplaceAll(key, {{"_", "-"}}));
+  return absl::StrCat("--", absl::StrReplaceAll(std::string(key), {{"_", "-"}}));
 }
 
 std::string EnvName(std::string_view key) {
-  return absl::StrCat(kEnvPrefix,
-                      absl::AsciiStrToUpper(absl::StrReplaceAll(key, {{".", "_"}})));
+  return absl::StrCat(Av(kEnvPrefix),
+                      absl::AsciiStrToUpper(absl::StrReplaceAll(std::string(key), {{".", "_"}})));
 }
 
 std::string DefaultOrigin(std::string_view key, ConfigLayer layer) {
@@ -76,7 +79,7 @@ absl::Status Config::LoadFile(const std::string& path) {
     // Re-parse with exceptions only to get the parser's position for the message.
     std::string detail = "syntax error";
     try {
-      (void)nlohmann::json::parse(text.str(), nullptr, true, true);
+      root = nlohmann::json::parse(text.str(), nullptr, true, true);
     } catch (const nlohmann::json::parse_error& e) {
       detail = e.what();
     }
@@ -102,9 +105,9 @@ void Config::LoadEnvironment() {
     size_t eq = entry.find('=');
     if (eq == std::string_view::npos || eq == kEnvPrefix.size()) continue;
     std::string_view name = entry.substr(0, eq);
-    std::string key = absl::AsciiStrToLower(name.substr(kEnvPrefix.size()));
+    std::string key = absl::AsciiStrToLower(std::string(name.substr(kEnvPrefix.size())));
     Set(key, std::string(entry.substr(eq + 1)), ConfigLayer::kEnvironment,
-        absl::StrCat("environment variable ", name));
+        absl::StrCat("environment variable ", Av(name)));
   }
 }
 
@@ -119,9 +122,9 @@ const Config::Entry* Config::Find(std::string_view key) const {
 absl::StatusOr<const Config::Entry*> Config::Require(std::string_view key) const {
   const Entry* entry = Find(key);
   if (entry == nullptr) {
-    return absl::NotFoundError(absl::StrCat("config key '", key, "' is not set; pass ",
+    return absl::NotFoundError(absl::StrCat("config key '", Av(key), "' is not set; pass ",
                                             FlagName(key), ", set ", EnvName(key),
-                                            " or add \"", key, "\" to the config file"));
+                                            " or add \"", Av(key), "\" to the config file"));
   }
   return entry;
 }
@@ -141,8 +144,9 @@ namespace {
 
 absl::Status BadValue(std::string_view key, std::string_view value, std::string_view origin,
                       std::string_view expected) {
-  return absl::InvalidArgumentError(absl::StrCat("config key '", key, "' has value '", value,
-                                                 "' (from ", origin, "), expected ", expected));
+  return absl::InvalidArgumentError(absl::StrCat("config key '", Av(key), "' has value '", Av(value),
+                                                 "' (from ", Av(origin), "), expected ",
+                                                 Av(expected)));
 }
 
 }  // namespace
@@ -185,7 +189,7 @@ absl::StatusOr<bool> Config::GetBool(std::string_view key) const {
 absl::StatusOr<absl::Duration> Config::GetDuration(std::string_view key) const {
   auto entry = Require(key);
   if (!entry.ok()) return entry.status();
-  std::string_view text = absl::StripAsciiWhitespace((*entry)->value);
+  absl::string_view text = absl::StripAsciiWhitespace((*entry)->value);
   double seconds = 0;
   if (absl::SimpleAtod(text, &seconds)) return absl::Seconds(seconds);
   absl::Duration value;

@@ -10,12 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 namespace kforge {
 namespace {
 
 // Quoted in errors; long garbage is cut so a message stays one readable line.
-std::string Excerpt(std::string_view expr) {
+std::string Excerpt(absl::string_view expr) {
   constexpr size_t kMax = 120;
   if (expr.size() <= kMax) return std::string(expr);
   return absl::StrCat(expr.substr(0, kMax), "...");
@@ -32,7 +33,7 @@ bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) ||
 class Evaluator {
  public:
   // `symbols` null: syntax check only; values are dummies and arithmetic never fails.
-  Evaluator(std::string_view expr, const SymbolTable* symbols) : expr_(expr), symbols_(symbols) {}
+  Evaluator(absl::string_view expr, const SymbolTable* symbols) : expr_(expr), symbols_(symbols) {}
 
   absl::StatusOr<int64_t> Run() {
     if (expr_.size() > kMaxExpressionLength) {
@@ -52,21 +53,21 @@ class Evaluator {
  private:
   absl::Status Error() const { return absl::InvalidArgumentError(error_); }
 
-  absl::Status Fail(std::string_view problem) {
+  absl::Status Fail(absl::string_view problem) {
     SetError(problem);
     return Error();
   }
-  absl::Status FailAt(std::string_view problem) {
+  absl::Status FailAt(absl::string_view problem) {
     SetErrorAt(problem);
     return Error();
   }
-  bool SetError(std::string_view problem) {
+  bool SetError(absl::string_view problem) {
     if (error_.empty()) {
       error_ = absl::StrCat("launch plan expression '", Excerpt(expr_), "': ", problem);
     }
     return false;
   }
-  bool SetErrorAt(std::string_view problem) {
+  bool SetErrorAt(absl::string_view problem) {
     return SetError(absl::StrCat(problem, " at column ", pos_ + 1));
   }
 
@@ -88,7 +89,7 @@ class Evaluator {
   }
   void Leave() { --depth_; }
 
-  bool Overflow(std::string_view what) {
+  bool Overflow(absl::string_view what) {
     return SetError(absl::StrCat("64-bit overflow in ", what));
   }
 
@@ -191,7 +192,7 @@ class Evaluator {
     if (IsIdentStart(c)) {
       size_t start = pos_;
       while (pos_ < expr_.size() && IsIdentChar(expr_[pos_])) ++pos_;
-      std::string_view name = expr_.substr(start, pos_ - start);
+      absl::string_view name = expr_.substr(start, pos_ - start);
       if (Peek('(')) return ParseCall(name, start, out);
       return LookUp(name, start, out);
     }
@@ -218,7 +219,7 @@ class Evaluator {
     return true;
   }
 
-  bool LookUp(std::string_view name, size_t start, int64_t* out) {
+  bool LookUp(absl::string_view name, size_t start, int64_t* out) {
     if (symbols_ == nullptr) {
       *out = 1;
       return true;
@@ -231,7 +232,7 @@ class Evaluator {
     return true;
   }
 
-  bool ParseCall(std::string_view name, size_t start, int64_t* out) {
+  bool ParseCall(absl::string_view name, size_t start, int64_t* out) {
     enum class Fn { kCeilDiv, kMin, kMax } fn;
     if (name == "ceil_div") {
       fn = Fn::kCeilDiv;
@@ -302,7 +303,7 @@ class Evaluator {
     return true;
   }
 
-  std::string_view expr_;
+  absl::string_view expr_;
   const SymbolTable* symbols_;
   size_t pos_ = 0;
   int depth_ = 0;
@@ -312,11 +313,11 @@ class Evaluator {
 }  // namespace
 
 absl::StatusOr<int64_t> EvaluateExpression(std::string_view expr, const SymbolTable& symbols) {
-  return Evaluator(expr, &symbols).Run();
+  return Evaluator(absl::string_view(expr.data(), expr.size()), &symbols).Run();
 }
 
 absl::Status CheckExpressionSyntax(std::string_view expr) {
-  return Evaluator(expr, nullptr).Run().status();
+  return Evaluator(absl::string_view(expr.data(), expr.size()), nullptr).Run().status();
 }
 
 bool IsIdentifier(std::string_view name) {

@@ -11,7 +11,7 @@
 namespace kforge {
 
 absl::Status InitLogging(std::string_view level) {
-  std::string name = absl::AsciiStrToLower(level);
+  std::string name = absl::AsciiStrToLower(std::string(level));
   spdlog::level::level_enum parsed;
   if (name == "debug") {
     parsed = spdlog::level::debug;
@@ -23,7 +23,7 @@ absl::Status InitLogging(std::string_view level) {
     parsed = spdlog::level::err;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown log level '", level, "': use debug, info, warn or error"));
+        absl::StrCat("unknown log level '", std::string(level), "': use debug, info, warn or error"));
   }
   // A fresh logger object each call, so InitLogging may run more than once (tests, CLI).
   auto logger = std::make_shared<spdlog::logger>(
@@ -39,7 +39,7 @@ std::string RedactSecret(std::string_view secret) {
   constexpr size_t kShownSuffix = 4;
   constexpr size_t kMinLengthToShowSuffix = 13;
   if (secret.size() < kMinLengthToShowSuffix) return "****";
-  return absl::StrCat("****", secret.substr(secret.size() - kShownSuffix));
+  return "****" + std::string(secret.substr(secret.size() - kShownSuffix));
 }
 
 }  // namespace kforge

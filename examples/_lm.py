@@ -14,7 +14,10 @@ class LogitsOnly(torch.nn.Module):
         self.lm = lm
 
     def forward(self, input_ids):
-        out = self.lm(input_ids=input_ids, use_cache=False)
+        # An explicit all-ones mask keeps transformers off its packed-sequence detection,
+        # whose vmap-based mask fails intermittently under torch.jit.trace.
+        attention_mask = torch.ones_like(input_ids)
+        out = self.lm(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
         return out.logits if hasattr(out, "logits") else out[0]
 
 

@@ -1,6 +1,6 @@
 """A small Gemma 3 text LM with random weights (transformers Gemma3TextConfig), for capture.
 
-    .venv/bin/python tools/kforge-export examples/gemma3.py:make_model --out out/gemma3
+    .venv/bin/python tools/kforge-export examples/gemma3.py:make --out out/gemma3
 """
 import os
 import sys
@@ -9,7 +9,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _lm  # noqa: E402
 
 
-def make_model(batch=1, seq=128, device="cpu", dtype="float32", layers=4):
+def make(batch=1, seq=128, device="cpu", dtype="float32", layers=4):
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     config = Gemma3TextConfig(

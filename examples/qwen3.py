@@ -1,8 +1,8 @@
 """A small Qwen3 causal LM with random weights (transformers Qwen3Config), for capture.
 
-    .venv/bin/python tools/kforge-export examples/qwen3.py:make_model --out out/qwen3 [--seq 2048]
+    .venv/bin/python tools/kforge-export examples/qwen3.py:make --out out/qwen3 [--seq 2048]
 
-make_model returns (model, (input_ids,)); the model returns the logits tensor only.
+make returns (model, (input_ids,)); the model returns the logits tensor only.
 """
 import os
 import sys
@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _lm  # noqa: E402
 
 
-def make_model(batch=1, seq=128, device="cpu", dtype="float32", layers=4):
+def make(batch=1, seq=128, device="cpu", dtype="float32", layers=4):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     config = Qwen3Config(

@@ -1,6 +1,6 @@
 """A small Qwen3-MoE causal LM with random weights (transformers Qwen3MoeConfig), for capture.
 
-    .venv/bin/python tools/kforge-export examples/qwen3_moe.py:make_model --out out/qwen3_moe
+    .venv/bin/python tools/kforge-export examples/qwen3_moe.py:make --out out/qwen3_moe
 
 Tracing records the experts the example input routes to; capture profiles that path.
 """
@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _lm  # noqa: E402
 
 
-def make_model(batch=1, seq=128, device="cpu", dtype="float32", layers=4):
+def make(batch=1, seq=128, device="cpu", dtype="float32", layers=4):
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     config = Qwen3MoeConfig(

@@ -1,11 +1,11 @@
 """torchvision ResNet-50 with random weights (no download), for capture.
 
-    .venv/bin/python tools/kforge-export examples/resnet50.py:make_model --out out/resnet50 [--batch 32]
+    .venv/bin/python tools/kforge-export examples/resnet50.py:make --out out/resnet50 [--batch 32]
 """
 import torch
 
 
-def make_model(batch=1, device="cpu", dtype="float32"):
+def make(batch=1, device="cpu", dtype="float32"):
     import torchvision
 
     torch.manual_seed(0)

@@ -1,0 +1,98 @@
+// LaunchPlan: the declarative JSON that says how to launch a candidate's entry points for any
+// shape of its target (docs/launch-plan.md). Parsed and validated once; Resolve() turns it
+// into concrete launches for one set of symbols, checking the CUDA launch limits.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/expression.h"
+#include "kforge/v1/common.pb.h"
+
+namespace kforge {
+
+// Larger plans or more launches are refused (the input may be LLM output).
+inline constexpr size_t kMaxLaunchPlanBytes = 64 * 1024;
+inline constexpr size_t kMaxLaunches = 64;
+inline constexpr size_t kMaxLetBindings = 64;
+
+struct Dim3 {
+  int64_t x = 1;
+  int64_t y = 1;
+  int64_t z = 1;
+  int64_t Product() const { return x * y * z; }  // callers have checked each <= limits
+  bool operator==(const Dim3&) const = default;
+};
+
+struct ResolvedLaunch {
+  std::string entry;
+  Dim3 grid;
+  Dim3 block;
+  int64_t shared_bytes = 0;       // dynamic shared memory
+  std::optional<Dim3> cluster;    // thread-block cluster, when the plan asks for one
+};
+
+struct ResolvedPlan {
+  std::vector<ResolvedLaunch> launches;
+  int64_t scratch_bytes = 0;
+  SymbolTable symbols;  // the bound symbols plus the plan's `let` names
+};
+
+class LaunchPlan {
+ public:
+  // What the kernel assumes of its inputs and outputs; the runtime makes guards of it.
+  struct Requirements {
+    bool contiguous = false;
+    int64_t alignment_bytes = 1;  // a power of two; 1: no assumption
+  };
+
+  // An integer field: the plan's text of it (a JSON integer is kept as its decimal text).
+  struct Launch {
+    std::string entry;
+    std::array<std::string, 3> grid;
+    std::array<std::string, 3> block;
+    std::string shared_bytes = "0";
+    std::optional<std::array<std::string, 3>> cluster;
+  };
+
+  // Validates structure and expression syntax. Errors are InvalidArgument and name the field:
+  //   launch plan: launches[0].block: expected 1 to 3 dimensions, got 4
+  static absl::StatusOr<LaunchPlan> Parse(std::string_view json);
+
+  // Distinct entry points in order of first use.
+  std::vector<std::string> EntryPoints() const;
+  const Requirements& requirements() const { return requirements_; }
+  const std::vector<Launch>& launches() const { return launches_; }
+  const std::vector<std::pair<std::string, std::string>>& let() const { return let_; }
+  const std::string& scratch_bytes() const { return scratch_bytes_; }
+  // Whitespace- and key-order-independent form of the plan, for cache keys.
+  const std::string& canonical_json() const { return canonical_json_; }
+
+  // Evaluates every field against `symbols` (see BindSymbols) and checks the CUDA limits:
+  // block x,y <= 1024, z <= 64, x*y*z <= 1024; grid x <= 2^31-1, y,z <= 65535; every
+  // dimension >= 1; cluster product <= 16 and dividing the grid; shared and scratch bytes >= 0.
+  absl::StatusOr<ResolvedPlan> Resolve(const SymbolTable& symbols) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> let_;
+  std::string scratch_bytes_ = "0";
+  std::vector<Launch> launches_;
+  Requirements requirements_;
+  std::string canonical_json_;
+};
+
+// The symbols of docs/launch-plan.md: in{i}_size{d}, in{i}_stride{d}, in{i}_ndim,
+// in{i}_numel, in{i}_size_last (1 for a 0-d tensor), the same with prefix out, int{k} and
+// num_sms. Strides default to contiguous when a signature carries none; a numel that would
+// overflow is left unbound (its use is then an "unknown symbol" error).
+SymbolTable BindSymbols(const std::vector<v1::TensorSignature>& inputs,
+                        const std::vector<v1::TensorSignature>& outputs,
+                        const std::vector<int64_t>& int_args, int num_sms);
+
+}  // namespace kforge

@@ -1,0 +1,1040 @@
+// Capturer: LibTorch model loading, RecordFunction-based recording of top-level aten calls,
+// GPU/CPU timing, the operator graph, targets and their captured inputs (see capturer.h).
+#include "services/capture/capturer.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
+#include <c10/core/Event.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/codegen/fuser/interface.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/blob_store.h"
+#include "common/digest.h"
+#include "common/tensor_io.h"
+#include "nlohmann/json.hpp"
+
+namespace kforge {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- Signatures -------------------------------------------------------------------------
+
+std::string DtypeShort(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return "f32";
+    case c10::ScalarType::Half: return "f16";
+    case c10::ScalarType::BFloat16: return "bf16";
+    case c10::ScalarType::Double: return "f64";
+    case c10::ScalarType::Long: return "i64";
+    case c10::ScalarType::Int: return "i32";
+    case c10::ScalarType::Short: return "i16";
+    case c10::ScalarType::Char: return "i8";
+    case c10::ScalarType::Byte: return "u8";
+    case c10::ScalarType::Bool: return "b8";
+    default: return c10::toString(type);
+  }
+}
+
+v1::DType ToProtoDtype(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return v1::FLOAT32;
+    case c10::ScalarType::Half: return v1::FLOAT16;
+    case c10::ScalarType::BFloat16: return v1::BFLOAT16;
+    case c10::ScalarType::Double: return v1::FLOAT64;
+    case c10::ScalarType::Long: return v1::INT64;
+    case c10::ScalarType::Int: return v1::INT32;
+    case c10::ScalarType::Short: return v1::INT16;
+    case c10::ScalarType::Char: return v1::INT8;
+    case c10::ScalarType::Byte: return v1::UINT8;
+    case c10::ScalarType::Bool: return v1::BOOL;
+    default: return v1::DTYPE_UNSPECIFIED;
+  }
+}
+
+v1::TensorSignature TensorSig(const at::Tensor& t) {
+  v1::TensorSignature sig;
+  for (int64_t s : t.sizes()) sig.add_sizes(s);
+  if (t.layout() == c10::kStrided) {
+    for (int64_t s : t.strides()) sig.add_strides(s);
+    sig.set_storage_offset(t.storage_offset());
+  }
+  sig.set_dtype(ToProtoDtype(t.scalar_type()));
+  sig.set_device(t.device().str());
+  return sig;
+}
+
+// "f32[1,64,56,56]", with "@[strides]" when the layout is not contiguous.
+void AppendTensorText(const at::Tensor& t, std::string& out) {
+  if (!t.defined()) {
+    out += "undefined";
+    return;
+  }
+  absl::StrAppend(&out, DtypeShort(t.scalar_type()), "[", absl::StrJoin(t.sizes(), ","), "]");
+  if (t.layout() == c10::kStrided && !t.is_contiguous()) {
+    absl::StrAppend(&out, "@[", absl::StrJoin(t.strides(), ","), "]");
+  }
+}
+
+// A non-tensor argument as the proto records it.
+v1::ScalarValue ToScalar(const c10::IValue& v) {
+  v1::ScalarValue s;
+  if (v.isNone()) {
+    s.set_none(true);
+  } else if (v.isBool()) {
+    s.set_bool_value(v.toBool());
+  } else if (v.isInt()) {
+    s.set_int_value(v.toInt());
+  } else if (v.isDouble()) {
+    s.set_float_value(v.toDouble());
+  } else if (v.isString()) {
+    s.set_string_value(v.toStringRef());
+  } else if (v.isIntList()) {
+    for (int64_t x : v.toIntVector()) s.mutable_int_list()->add_values(x);
+  } else if (v.isDoubleList()) {
+    for (double x : v.toDoubleVector()) s.mutable_float_list()->add_values(x);
+  } else if (v.isBoolList()) {
+    for (bool x : v.toBoolList()) s.mutable_int_list()->add_values(x ? 1 : 0);
+  } else if (v.isDevice()) {
+    s.set_string_value(v.toDevice().str());
+  } else if (v.isComplexDouble()) {
+    auto c = v.toComplexDouble();
+    s.set_string_value(absl::StrFormat("complex(%g,%g)", c.real(), c.imag()));
+  } else {
+    s.set_string_value(absl::StrCat("<", v.tagKind(), ">"));
+  }
+  return s;
+}
+
+std::string ScalarText(const v1::ScalarValue& s) {
+  switch (s.value_case()) {
+    case v1::ScalarValue::kIntValue: return std::to_string(s.int_value());
+    case v1::ScalarValue::kFloatValue: return absl::StrFormat("%g", s.float_value());
+    case v1::ScalarValue::kBoolValue: return s.bool_value() ? "True" : "False";
+    case v1::ScalarValue::kStringValue: return absl::StrCat("'", s.string_value(), "'");
+    case v1::ScalarValue::kIntList:
+      return absl::StrCat("[", absl::StrJoin(s.int_list().values(), ","), "]");
+    case v1::ScalarValue::kFloatList:
+      return absl::StrCat("[", absl::StrJoin(s.float_list().values(), ","), "]");
+    default: return "None";
+  }
+}
+
+// A list argument that carries tensors (Tensor[], Tensor?[]): one slot per element.
+bool IsTensorListLike(const c10::IValue& v) {
+  if (v.isTensorList()) return true;
+  if (!v.isList()) return false;
+  for (const auto& e : v.toListRef()) {
+    if (e.isTensor()) return true;
+  }
+  return false;
+}
+
+// The printable signature of a call's inputs: the grouping key together with the op.
+std::string InputsText(c10::ArrayRef<const c10::IValue> inputs) {
+  std::string out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) out += ", ";
+    const c10::IValue& v = inputs[i];
+    if (v.isTensor()) {
+      AppendTensorText(v.toTensor(), out);
+    } else if (IsTensorListLike(v)) {
+      out += "[";
+      bool first = true;
+      for (const auto& e : v.toListRef()) {
+        if (!first) out += ",";
+        first = false;
+        if (e.isTensor()) {
+          AppendTensorText(e.toTensor(), out);
+        } else {
+          out += "None";
+        }
+      }
+      out += "]";
+    } else {
+      out += ScalarText(ToScalar(v));
+    }
+  }
+  return out;
+}
+
+int64_t TensorBytes(const v1::TensorSignature& sig, int64_t itemsize) {
+  int64_t n = 1;
+  for (int64_t s : sig.sizes()) n *= s;
+  return n * itemsize;
+}
+
+// ---- Groups -----------------------------------------------------------------------------
+
+// One argument slot of a call: a tensor input (by index into the call's tensors) or a scalar.
+struct ArgSlot {
+  std::string name;
+  int tensor = -1;
+  v1::ScalarValue scalar;
+};
+
+// Everything recorded about one (operator, signature).
+struct Group {
+  v1::OpGroup proto;  // op, overload, signature, inputs, scalars
+  std::string schema;
+  std::vector<ArgSlot> args;
+  std::vector<v1::TensorSignature> outputs;
+  bool outputs_known = false;
+  int64_t input_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t calls = 0;  // over all profiled forwards
+  double total_s = 0;  // over all profiled forwards
+};
+
+std::string OpName(const at::RecordFunction& fn) { return fn.name(); }
+
+std::string Overload(const at::RecordFunction& fn) {
+  auto name = fn.operator_name();
+  return name ? name->overload_name : "";
+}
+
+void AddTensorInput(Group& g, const at::Tensor& t) {
+  *g.proto.add_inputs() = TensorSig(t);
+  g.input_bytes += t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+// Builds a group's description from the first call that has its signature.
+Group DescribeCall(const at::RecordFunction& fn, std::string signature) {
+  Group g;
+  g.proto.set_op(OpName(fn));
+  g.proto.set_overload(Overload(fn));
+  g.proto.set_signature(std::move(signature));
+  auto schema = fn.operator_schema();
+  if (schema) {
+    std::ostringstream os;
+    os << *schema;
+    g.schema = os.str();
+  }
+  auto inputs = fn.inputs();
+  int tensor_count = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
+                                                                 : absl::StrCat("arg", i);
+    const c10::IValue& v = inputs[i];
+    if (v.isTensor() && v.toTensor().defined()) {
+      g.args.push_back({name, tensor_count++, {}});
+      AddTensorInput(g, v.toTensor());
+    } else if (IsTensorListLike(v)) {
+      // A Tensor[] argument appears as consecutive slots with the same name.
+      for (const auto& e : v.toListRef()) {
+        if (e.isTensor()) {
+          g.args.push_back({name, tensor_count++, {}});
+          AddTensorInput(g, e.toTensor());
+        } else {
+          g.args.push_back({name, -1, ToScalar(e)});
+        }
+      }
+    } else {
+      ArgSlot slot{name, -1, v.isTensor() ? ToScalar(c10::IValue()) : ToScalar(v)};
+      v1::Argument* a = g.proto.add_scalars();
+      a->set_name(name);
+      *a->mutable_scalar() = slot.scalar;
+      g.args.push_back(std::move(slot));
+    }
+  }
+  return g;
+}
+
+void RecordOutputs(Group& g, const at::RecordFunction& fn) {
+  g.outputs_known = true;
+  for (const c10::IValue& v : fn.outputs()) {
+    std::vector<at::Tensor> tensors;
+    if (v.isTensor()) {
+      tensors.push_back(v.toTensor());
+    } else if (v.isTensorList()) {
+      tensors = v.toTensorVector();
+    } else if (v.isTuple()) {
+      for (const auto& e : v.toTupleRef().elements()) {
+        if (e.isTensor()) tensors.push_back(e.toTensor());
+      }
+    }
+    for (const auto& t : tensors) {
+      if (!t.defined()) continue;
+      g.outputs.push_back(TensorSig(t));
+      g.output_bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    }
+  }
+}
+
+// A copy on the CPU that keeps sizes and strides exactly (stride-0 expansions included)
+// while holding only the storage the view spans.
+at::Tensor CompactCpuCopy(const at::Tensor& t) {
+  int64_t span = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) {
+      span = 0;
+      break;
+    }
+    span += (t.size(d) - 1) * t.stride(d);
+  }
+  at::Tensor flat = t.as_strided({span}, {1}, t.storage_offset());
+  at::Tensor cpu = flat.to(c10::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  return cpu.as_strided(t.sizes(), t.strides(), 0);
+}
+
+int64_t SpanBytes(const at::Tensor& t) {
+  int64_t span = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return 0;
+    span += (t.size(d) - 1) * t.stride(d);
+  }
+  return span * static_cast<int64_t>(t.element_size());
+}
+
+// ---- Recording --------------------------------------------------------------------------
+
+class Recorder;
+thread_local Recorder* active_recorder = nullptr;
+
+struct CallContext : at::ObserverContext {
+  bool top_level = false;
+  size_t call = 0;  // index into Recorder::pending_
+};
+
+// Records the top-level aten calls of the forwards run while it is installed on this thread.
+class Recorder {
+ public:
+  // Inputs of the first call of each wanted key are copied to the CPU (capture mode).
+  struct Capture {
+    int64_t max_bytes = 0;
+    std::unordered_map<std::string, int> wanted;  // key -> target index
+    std::vector<std::vector<NamedTensor>> tensors;
+    std::vector<int64_t> skipped_bytes;  // > 0: over the cap, not kept
+    std::vector<bool> done;
+  };
+
+  Recorder(bool cuda, c10::Device device) : cuda_(cuda), device_(device) {}
+
+  void Install() {
+    thread_ = std::this_thread::get_id();
+    active_recorder = this;
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&StartThunk, &EndThunk)
+                                             .needsInputs(true)
+                                             .needsOutputs(true)
+                                             .scopes({at::RecordScope::FUNCTION}));
+  }
+  void Uninstall() {
+    if (active_recorder != this) return;
+    at::removeCallback(handle_);
+    active_recorder = nullptr;
+  }
+
+  void BeginForward(bool keep_sequence) {
+    depth_ = 0;
+    pending_.clear();
+    next_event_ = 0;
+    keep_sequence_ = keep_sequence;
+  }
+
+  // After the forward has finished on the device: adds each call's time to its group.
+  void EndForward() {
+    for (const Pending& p : pending_) {
+      double seconds;
+      if (cuda_) {
+        seconds = events_[p.event].elapsedTime(events_[p.event + 1]) / 1e3;
+      } else {
+        seconds = std::chrono::duration<double>(p.end - p.start).count();
+      }
+      Group& g = groups_[p.group];
+      g.calls += 1;
+      g.total_s += seconds;
+    }
+    pending_.clear();
+  }
+
+  void set_capture(Capture* capture) { capture_ = capture; }
+  std::vector<Group>& groups() { return groups_; }
+  const std::vector<int>& sequence() const { return sequence_; }
+  const std::unordered_map<std::string, int>& keys() const { return key_index_; }
+
+ private:
+  struct Pending {
+    int group = 0;
+    size_t event = 0;
+    Clock::time_point start, end;
+  };
+
+  static std::unique_ptr<at::ObserverContext> StartThunk(const at::RecordFunction& fn) {
+    Recorder* r = active_recorder;
+    if (r == nullptr || std::this_thread::get_id() != r->thread_) return nullptr;
+    return r->OnStart(fn);
+  }
+  static void EndThunk(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+    Recorder* r = active_recorder;
+    if (r == nullptr || ctx == nullptr) return;
+    r->OnEnd(fn, static_cast<CallContext*>(ctx));
+  }
+
+  std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+    auto ctx = std::make_unique<CallContext>();
+    ctx->top_level = depth_++ == 0;
+    if (!ctx->top_level) return ctx;
+    // Everything that costs time happens before the start mark, so it is not in the op.
+    std::string signature = InputsText(fn.inputs());
+    std::string key = absl::StrCat(OpName(fn), ".", Overload(fn), "(", signature, ")");
+    auto [it, inserted] = key_index_.try_emplace(key, static_cast<int>(groups_.size()));
+    if (inserted) groups_.push_back(DescribeCall(fn, std::move(signature)));
+    if (capture_ != nullptr) MaybeCaptureInputs(key, fn);
+    if (keep_sequence_) sequence_.push_back(it->second);
+    Pending p;
+    p.group = it->second;
+    if (cuda_) {
+      p.event = next_event_;
+      next_event_ += 2;
+      while (events_.size() < next_event_) {
+        events_.emplace_back(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+      }
+      events_[p.event].record(CurrentStream());
+    }
+    ctx->call = pending_.size();
+    pending_.push_back(p);
+    if (!cuda_) pending_.back().start = Clock::now();
+    return ctx;
+  }
+
+  void OnEnd(const at::RecordFunction& fn, CallContext* ctx) {
+    --depth_;
+    if (!ctx->top_level) return;
+    Pending& p = pending_[ctx->call];
+    if (cuda_) {
+      events_[p.event + 1].record(CurrentStream());
+    } else {
+      p.end = Clock::now();
+    }
+    Group& g = groups_[p.group];
+    if (!g.outputs_known) RecordOutputs(g, fn);
+  }
+
+  void MaybeCaptureInputs(const std::string& key, const at::RecordFunction& fn) {
+    auto it = capture_->wanted.find(key);
+    if (it == capture_->wanted.end() || capture_->done[it->second]) return;
+    const int target = it->second;
+    capture_->done[target] = true;
+    std::vector<at::Tensor> tensors;
+    for (const c10::IValue& v : fn.inputs()) {
+      if (v.isTensor() && v.toTensor().defined()) {
+        tensors.push_back(v.toTensor());
+      } else if (IsTensorListLike(v)) {
+        for (const auto& e : v.toListRef()) {
+          if (e.isTensor()) tensors.push_back(e.toTensor());
+        }
+      }
+    }
+    int64_t bytes = 0;
+    for (const auto& t : tensors) bytes += SpanBytes(t);
+    if (bytes > capture_->max_bytes) {
+      capture_->skipped_bytes[target] = bytes;
+      return;
+    }
+    // The copies are aten calls too; they must not be recorded.
+    at::RecordFunctionGuard no_recording(false);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      capture_->tensors[target].push_back({absl::StrCat("in", i), CompactCpuCopy(tensors[i])});
+    }
+  }
+
+  c10::Stream CurrentStream() const {
+    return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device_);
+  }
+
+  bool cuda_;
+  c10::Device device_;
+  std::thread::id thread_;
+  at::CallbackHandle handle_ = 0;
+  int depth_ = 0;
+  bool keep_sequence_ = false;
+  std::vector<c10::Event> events_;
+  size_t next_event_ = 0;
+  std::vector<Pending> pending_;
+  std::vector<Group> groups_;
+  std::unordered_map<std::string, int> key_index_;
+  std::vector<int> sequence_;
+  Capture* capture_ = nullptr;
+};
+
+// ---- Loading and running ----------------------------------------------------------------
+
+absl::StatusOr<std::string> ReadFileBytes(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(what, " file ", path, " does not exist"));
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " path ", path, " is a directory; pass the file"));
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::PermissionDeniedError(absl::StrCat("cannot open ", what, " file ", path));
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+// The one informative line of a LibTorch error: the final "XError: message" of a
+// TorchScript traceback, or the first line otherwise.
+std::string BriefError(const std::string& what) {
+  std::vector<std::string> lines = absl::StrSplit(what, '\n', absl::SkipWhitespace());
+  std::string line = lines.empty() ? what : lines.front();
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    auto pos = it->find("Error: ");
+    if (pos != std::string::npos) {
+      line = it->substr(pos + 7);
+      break;
+    }
+  }
+  if (line.size() > 300) line = line.substr(0, 297) + "...";
+  return line;
+}
+
+std::string DescribeInputs(const std::vector<NamedTensor>& inputs) {
+  std::vector<std::string> parts;
+  for (const auto& t : inputs) {
+    std::string s;
+    AppendTensorText(t.tensor, s);
+    parts.push_back(s);
+  }
+  return absl::StrCat(inputs.size(), inputs.size() == 1 ? " tensor" : " tensors", " (",
+                      absl::StrJoin(parts, ", "), ")");
+}
+
+// Makes the executor run the graph as written: no fusers, no profiling-based
+// specialization, so the recorded aten calls are the graph's nodes.
+void UseGraphAsWritten() {
+  torch::jit::setGraphExecutorOptimize(false);
+  torch::jit::setTensorExprFuserEnabled(false);
+  torch::jit::overrideCanFuseOnCPU(false);
+  torch::jit::overrideCanFuseOnGPU(false);
+}
+
+class DeviceTimer {
+ public:
+  DeviceTimer(bool cuda, c10::Device device) : cuda_(cuda), device_(device) {}
+
+  template <typename F>
+  double Time(F&& run) {
+    if (!cuda_) {
+      auto start = Clock::now();
+      run();
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    c10::Event start(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event end(c10::DeviceType::CUDA, c10::EventFlag::BACKEND_DEFAULT);
+    auto stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device_);
+    start.record(stream);
+    run();
+    end.record(stream);
+    torch::cuda::synchronize();
+    return start.elapsedTime(end) / 1e3;
+  }
+
+ private:
+  bool cuda_;
+  c10::Device device_;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// ---- Targets and graph ------------------------------------------------------------------
+
+int64_t ItemSize(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT64: case v1::INT64: return 8;
+    case v1::FLOAT32: case v1::INT32: return 4;
+    case v1::FLOAT16: case v1::BFLOAT16: case v1::INT16: return 2;
+    default: return 1;
+  }
+}
+
+void AddShapeSymbols(const std::string& prefix, const v1::TensorSignature& sig,
+                     v1::Target& target) {
+  auto& symbols = *target.mutable_shape_symbols();
+  int64_t numel = 1;
+  for (int d = 0; d < sig.sizes_size(); ++d) {
+    symbols[absl::StrCat(prefix, "_size", d)] = sig.sizes(d);
+    numel *= sig.sizes(d);
+  }
+  symbols[absl::StrCat(prefix, "_ndim")] = sig.sizes_size();
+  symbols[absl::StrCat(prefix, "_numel")] = numel;
+}
+
+std::string CanonicalSig(const v1::TensorSignature& sig) {
+  return absl::StrCat(v1::DType_Name(sig.dtype()), "[", absl::StrJoin(sig.sizes(), ","), "]@[",
+                      absl::StrJoin(sig.strides(), ","), "]+", sig.storage_offset());
+}
+
+// A single-node target from a group. The id hashes the subgraph and its signatures, not the
+// device or the timings, so the same op on the same shapes has the same id everywhere.
+v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterations) {
+  v1::Target t;
+  v1::SubgraphNode* node = t.add_nodes();
+  node->set_op(g.proto.op());
+  node->set_overload(g.proto.overload());
+  node->set_schema(g.schema);
+  for (const ArgSlot& slot : g.args) {
+    v1::Argument* a = node->add_args();
+    a->set_name(slot.name);
+    if (slot.tensor >= 0) {
+      a->set_tensor(absl::StrCat("in", slot.tensor));
+    } else {
+      *a->mutable_scalar() = slot.scalar;
+    }
+  }
+  for (int i = 0; i < g.proto.inputs_size(); ++i) {
+    t.add_input_names(absl::StrCat("in", i));
+    *t.add_inputs() = g.proto.inputs(i);
+    AddShapeSymbols(absl::StrCat("in", i), g.proto.inputs(i), t);
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    std::string name = absl::StrCat("out", i);
+    node->add_outputs(name);
+    t.add_output_names(name);
+    *t.add_outputs() = g.outputs[i];
+    AddShapeSymbols(name, g.outputs[i], t);
+  }
+  std::string canonical = "kforge-target-v1\n";
+  for (const auto& n : t.nodes()) {
+    absl::StrAppend(&canonical, n.op(), ".", n.overload(), "|", n.schema(), "\n");
+    for (const auto& a : n.args()) {
+      absl::StrAppend(&canonical, "  ", a.name(), "=",
+                      a.has_scalar() ? ScalarText(a.scalar()) : a.tensor(), "\n");
+    }
+    absl::StrAppend(&canonical, "  -> ", absl::StrJoin(n.outputs(), ","), "\n");
+  }
+  for (int i = 0; i < t.inputs_size(); ++i) {
+    absl::StrAppend(&canonical, t.input_names(i), ":", CanonicalSig(t.inputs(i)), "\n");
+  }
+  for (int i = 0; i < t.outputs_size(); ++i) {
+    absl::StrAppend(&canonical, t.output_names(i), ":", CanonicalSig(t.outputs(i)), "\n");
+  }
+  t.set_id(Sha256Hex(canonical));
+  const double per_forward = g.total_s / static_cast<double>(iterations);
+  const int64_t calls = std::max<int64_t>(1, g.calls / iterations);
+  t.set_eager_time_s(per_forward / static_cast<double>(calls));
+  t.set_share(profiled_forward_s > 0 ? per_forward / profiled_forward_s : 0);
+  t.set_calls_per_forward(calls);
+  int64_t bytes = 0;
+  for (const auto& s : t.inputs()) bytes += TensorBytes(s, ItemSize(s.dtype()));
+  for (const auto& s : t.outputs()) bytes += TensorBytes(s, ItemSize(s.dtype()));
+  t.set_min_bytes_moved(bytes);
+  return t;
+}
+
+nlohmann::json SigJson(const v1::TensorSignature& sig) {
+  return {{"sizes", std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end())},
+          {"strides", std::vector<int64_t>(sig.strides().begin(), sig.strides().end())},
+          {"dtype", v1::DType_Name(sig.dtype())}};
+}
+
+void CollectNodes(torch::jit::Block* block, std::vector<torch::jit::Node*>& out) {
+  for (torch::jit::Node* n : block->nodes()) {
+    out.push_back(n);
+    for (torch::jit::Block* b : n->blocks()) CollectNodes(b, out);
+  }
+}
+
+// The forward graph after inlining, as JSON: nodes (kind, values, observed signatures and
+// time share for aten nodes matched to recorded calls) and edges. Constants and attribute
+// reads are left out: they are not operators. Recorded calls are matched to aten nodes in
+// execution order (the executor runs the graph as written).
+std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
+                      const std::vector<int>& sequence, const std::vector<Group>& groups,
+                      const std::vector<int>& op_rank, int64_t iterations,
+                      double profiled_forward_s) {
+  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
+  torch::jit::Inline(*graph);
+  std::vector<torch::jit::Node*> nodes;
+  CollectNodes(graph->block(), nodes);
+
+  std::unordered_map<const torch::jit::Value*, int> producer;
+  nlohmann::json jnodes = nlohmann::json::array();
+  nlohmann::json jedges = nlohmann::json::array();
+  auto value_name = [](const torch::jit::Value* v) { return v->debugName(); };
+
+  int next_id = 0;
+  nlohmann::json jinputs = nlohmann::json::array();
+  for (const torch::jit::Value* v : graph->inputs()) {
+    if (v->type()->kind() == c10::TypeKind::ClassType) continue;  // self
+    int id = next_id++;
+    producer[v] = id;
+    jnodes.push_back({{"id", id}, {"kind", "prim::Param"}, {"inputs", nlohmann::json::array()},
+                      {"outputs", {{{"name", value_name(v)}, {"type", v->type()->str()}}}}});
+    jinputs.push_back(id);
+  }
+
+  size_t cursor = 0;
+  constexpr size_t kLookahead = 64;
+  for (torch::jit::Node* n : nodes) {
+    const std::string kind = n->kind().toQualString();
+    if (kind == "prim::Constant" || kind == "prim::GetAttr") continue;
+    int id = next_id++;
+    nlohmann::json jn = {{"id", id}, {"kind", kind}};
+    nlohmann::json ins = nlohmann::json::array();
+    for (const torch::jit::Value* v : n->inputs()) {
+      ins.push_back(value_name(v));
+      auto it = producer.find(v);
+      if (it != producer.end()) {
+        jedges.push_back({{"from", it->second}, {"to", id}, {"value", value_name(v)}});
+      }
+    }
+    jn["inputs"] = ins;
+    nlohmann::json outs = nlohmann::json::array();
+    for (const torch::jit::Value* v : n->outputs()) {
+      producer[v] = id;
+      outs.push_back({{"name", value_name(v)}, {"type", v->type()->str()}});
+    }
+    if (kind.rfind("aten::", 0) == 0) {
+      for (size_t i = cursor; i < sequence.size() && i < cursor + kLookahead; ++i) {
+        const Group& g = groups[sequence[i]];
+        if (g.proto.op() != kind) continue;
+        nlohmann::json in_sigs = nlohmann::json::array();
+        for (const auto& s : g.proto.inputs()) in_sigs.push_back(SigJson(s));
+        jn["observed_inputs"] = in_sigs;
+        for (size_t k = 0; k < g.outputs.size() && k < outs.size(); ++k) {
+          outs[k]["observed"] = SigJson(g.outputs[k]);
+        }
+        jn["op_index"] = op_rank[sequence[i]];
+        jn["signature"] = g.proto.signature();
+        const double mean_s = g.calls ? g.total_s / static_cast<double>(g.calls) : 0;
+        jn["mean_s"] = mean_s;
+        jn["share"] = profiled_forward_s > 0 ? mean_s / profiled_forward_s : 0;
+        cursor = i + 1;
+        break;
+      }
+    }
+    jn["outputs"] = outs;
+    std::string scope = n->scopeName();
+    if (!scope.empty()) jn["scope"] = scope;
+    jnodes.push_back(std::move(jn));
+  }
+  nlohmann::json joutputs = nlohmann::json::array();
+  for (const torch::jit::Value* v : graph->outputs()) joutputs.push_back(value_name(v));
+  nlohmann::json doc = {{"model", model_name},     {"format", "kforge-graph-v1"},
+                        {"inputs", jinputs},       {"outputs", joutputs},
+                        {"nodes", jnodes},         {"edges", jedges},
+                        {"iterations", iterations}};
+  return doc.dump();
+}
+
+std::string DefaultModelName(const std::string& path) {
+  std::string name = std::filesystem::path(path).stem().string();
+  // tools/kforge-export writes DIR/model.pt: the folder names the model better.
+  if (name == "model") {
+    std::string parent = std::filesystem::path(path).parent_path().filename().string();
+    if (!parent.empty()) name = parent;
+  }
+  return name.empty() ? "model" : name;
+}
+
+absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* store,
+                                         const FamilyLookup& family) {
+  if (options.iters < 1) return absl::InvalidArgumentError("--iters must be at least 1");
+  if (options.warmup < 0) return absl::InvalidArgumentError("--warmup must be 0 or more");
+  if (options.top_k < 0) return absl::InvalidArgumentError("--top must be 0 or more");
+
+  // Device first: it is the cheapest thing to get wrong.
+  bool cuda;
+  if (options.device == "cuda" || options.device == "gpu") {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(
+          "no CUDA device is available on this machine; use --device cpu");
+    }
+    cuda = true;
+  } else if (options.device == "cpu") {
+    cuda = false;
+  } else if (options.device == "auto" || options.device.empty()) {
+    cuda = torch::cuda::is_available();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown device '", options.device, "'; use cuda, cpu or auto"));
+  }
+  const c10::Device device = cuda ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device("cpu");
+
+  const std::string model_label = options.model_path.empty() ? "model" : options.model_path;
+  const std::string inputs_label = options.inputs_path.empty() ? "inputs" : options.inputs_path;
+  std::string model_bytes = options.model_bytes;
+  if (model_bytes.empty()) {
+    if (options.model_path.empty()) return absl::InvalidArgumentError("no model given");
+    auto bytes = ReadFileBytes(options.model_path, "model");
+    if (!bytes.ok()) return bytes.status();
+    model_bytes = std::move(*bytes);
+  }
+  std::string inputs_bytes = options.inputs_bytes;
+  if (inputs_bytes.empty()) {
+    if (options.inputs_path.empty()) {
+      return absl::InvalidArgumentError(
+          "no inputs given; pass --inputs inputs.pt (tools/kforge-export writes one)");
+    }
+    auto bytes = ReadFileBytes(options.inputs_path, "inputs");
+    if (!bytes.ok()) return bytes.status();
+    inputs_bytes = std::move(*bytes);
+  }
+
+  torch::jit::Module module;
+  try {
+    std::istringstream stream(model_bytes);
+    module = torch::jit::load(stream, device);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_label, " is not a TorchScript model (", BriefError(e.what_without_backtrace()),
+        "); save one with torch.jit.save or tools/kforge-export"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_label, " is not a TorchScript model (", BriefError(e.what()),
+                     "); save one with torch.jit.save or tools/kforge-export"));
+  }
+  if (!module.find_method("forward")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_label, " has no forward method to run"));
+  }
+  module.eval();
+
+  auto named_inputs = ParseTensors(inputs_bytes, inputs_label);
+  if (!named_inputs.ok()) return named_inputs.status();
+
+  // Argument count against forward's schema, before running anything.
+  const c10::FunctionSchema& schema = module.get_method("forward").function().getSchema();
+  size_t max_args = schema.arguments().size() - 1;  // minus self
+  size_t min_args = 0;
+  for (size_t i = 1; i < schema.arguments().size(); ++i) {
+    if (!schema.arguments()[i].default_value()) min_args = i;
+  }
+  const size_t given = named_inputs->size();
+  if (given < min_args || given > max_args) {
+    std::vector<std::string> names;
+    for (size_t i = 1; i < schema.arguments().size(); ++i) {
+      names.push_back(schema.arguments()[i].name());
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        inputs_label, " holds ", DescribeInputs(*named_inputs), " but ", model_label,
+        "'s forward takes ", min_args == max_args ? "" : absl::StrCat(min_args, " to "),
+        max_args, " (", absl::StrJoin(names, ", "),
+        "); save the inputs the model was traced with as a tuple in that order"));
+  }
+
+  std::vector<c10::IValue> inputs;
+  try {
+    for (const auto& t : *named_inputs) inputs.emplace_back(t.tensor.to(device));
+  } catch (const c10::Error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot move the inputs of ", inputs_label,
+                                                     " to ", device.str(), ": ",
+                                                     BriefError(e.what_without_backtrace())));
+  }
+
+  UseGraphAsWritten();
+  c10::InferenceMode inference_mode;
+  auto forward = [&] { module.forward(inputs); };
+  DeviceTimer timer(cuda, device);
+
+  try {
+    forward();
+    if (cuda) torch::cuda::synchronize();
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_label, " rejected the inputs in ", inputs_label, " (", DescribeInputs(*named_inputs),
+        "): ", BriefError(e.what_without_backtrace()),
+        ". Pass the inputs the model was traced with (tools/kforge-export writes them as "
+        "inputs.pt), on the device it was traced for"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_label, " rejected the inputs in ", inputs_label, ": ",
+                     BriefError(e.what()), ". Pass the inputs the model was traced with"));
+  }
+
+  CaptureResult result;
+  v1::OperatorProfile& profile = result.profile;
+  Recorder recorder(cuda, device);
+  std::vector<double> profiled;
+  Recorder::Capture capture;
+  try {
+    for (int i = 1; i < options.warmup; ++i) forward();
+    if (cuda) torch::cuda::synchronize();
+
+    std::vector<double> plain;
+    for (int i = 0; i < options.iters; ++i) plain.push_back(timer.Time(forward));
+    profile.set_forward_time_s(Median(plain));
+
+    recorder.Install();
+    for (int i = 0; i < options.iters; ++i) {
+      recorder.BeginForward(/*keep_sequence=*/i == 0);
+      profiled.push_back(timer.Time(forward));
+      recorder.EndForward();
+    }
+    recorder.Uninstall();
+  } catch (const c10::Error& e) {
+    recorder.Uninstall();
+    return absl::InternalError(absl::StrCat("running ", model_label, " failed: ",
+                                            BriefError(e.what_without_backtrace())));
+  }
+  double profiled_sum = 0;
+  for (double s : profiled) profiled_sum += s;
+  result.profiled_forward_s = profiled_sum / static_cast<double>(profiled.size());
+  const int64_t iterations = options.iters;
+
+  // Op table, by time.
+  std::vector<Group>& groups = recorder.groups();
+  std::vector<int> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return groups[a].total_s > groups[b].total_s; });
+  std::vector<int> op_rank(groups.size());
+  double covered = 0;
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    Group& g = groups[order[rank]];
+    op_rank[order[rank]] = static_cast<int>(rank);
+    v1::OpGroup* op = profile.add_ops();
+    *op = g.proto;
+    const double per_forward = g.total_s / static_cast<double>(iterations);
+    const int64_t calls = std::max<int64_t>(1, g.calls / iterations);
+    op->set_calls(calls);
+    op->set_total_s(per_forward);
+    op->set_mean_s(per_forward / static_cast<double>(calls));
+    op->set_share(per_forward / result.profiled_forward_s);
+    covered += per_forward;
+  }
+  profile.set_coverage(covered / result.profiled_forward_s);
+  profile.set_model_name(options.model_name.empty() ? DefaultModelName(model_label)
+                                                    : options.model_name);
+  profile.set_device(cuda ? device.str() : "cpu");
+  profile.set_iterations(options.iters);
+  profile.add_notes(kCoverageDefinition);
+  profile.add_notes(absl::StrFormat(
+      "forward: %.3f ms plain (median of %d), %.3f ms profiled (mean of %d, recording on)",
+      profile.forward_time_s() * 1e3, options.iters, result.profiled_forward_s * 1e3,
+      options.iters));
+  if (!cuda) {
+    profile.add_notes("timed on the CPU with a steady clock (CPU ops are synchronous); GPU "
+                      "shares will differ");
+  }
+
+  // Families for every group; targets for the top K.
+  std::vector<v1::Target> targets;
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    v1::Target t = MakeTarget(groups[order[rank]], result.profiled_forward_s, iterations);
+    std::string fam = family ? family(t) : "";
+    t.set_family(fam);
+    profile.mutable_ops(static_cast<int>(rank))->set_family(fam.empty() ? "none" : fam);
+    if (static_cast<int>(rank) < options.top_k && groups[order[rank]].total_s > 0) {
+      targets.push_back(std::move(t));
+    }
+  }
+
+  // The real inputs of one call of each target, from one more forward.
+  const std::unordered_map<std::string, int>& keys = recorder.keys();
+  capture.max_bytes = options.max_target_input_bytes;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const int group = order[i];
+    for (const auto& [key, index] : keys) {
+      if (index == group) capture.wanted[key] = static_cast<int>(i);
+    }
+  }
+  capture.tensors.resize(targets.size());
+  capture.skipped_bytes.assign(targets.size(), 0);
+  capture.done.assign(targets.size(), false);
+  if (!targets.empty()) {
+    try {
+      recorder.set_capture(&capture);
+      recorder.Install();
+      recorder.BeginForward(/*keep_sequence=*/false);
+      forward();
+      if (cuda) torch::cuda::synchronize();
+      recorder.Uninstall();
+      recorder.set_capture(nullptr);
+    } catch (const c10::Error& e) {
+      recorder.Uninstall();
+      return absl::InternalError(absl::StrCat("capturing the inputs of ", model_label,
+                                              " failed: ", BriefError(e.what_without_backtrace())));
+    }
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    v1::Target& t = targets[i];
+    const std::string label = absl::StrCat(t.nodes(0).op(), " ", groups[order[i]].proto.signature());
+    if (capture.skipped_bytes[i] > 0) {
+      profile.add_notes(absl::StrFormat(
+          "target %s (%s): its inputs are %.1f MiB, above the %.1f MiB cap per target; not "
+          "kept (raise the cap to keep them)",
+          t.id().substr(0, 12), label, capture.skipped_bytes[i] / 1048576.0,
+          options.max_target_input_bytes / 1048576.0));
+      continue;
+    }
+    if (!capture.done[i]) {
+      profile.add_notes(absl::StrFormat(
+          "target %s (%s): no call with this signature in the capture forward; inputs not kept",
+          t.id().substr(0, 12), label));
+      continue;
+    }
+    auto bytes = SerializeTensors(capture.tensors[i], TensorContainer::kDict);
+    if (!bytes.ok()) return bytes.status();
+    if (store != nullptr) {
+      auto digest = PutBlob(*store, *bytes);
+      if (!digest.ok()) {
+        return absl::Status(digest.status().code(),
+                            absl::StrCat("cannot store the captured inputs in ",
+                                         store->Describe(), ": ", digest.status().message()));
+      }
+      *t.mutable_captured_inputs() = *digest;
+    } else {
+      *t.mutable_captured_inputs() = MakeDigest(*bytes);
+    }
+    result.target_inputs[t.id()] = std::move(*bytes);
+  }
+  for (auto& t : targets) *profile.add_targets() = std::move(t);
+
+  try {
+    profile.set_graph_json(GraphJson(module, profile.model_name(), recorder.sequence(), groups,
+                                     op_rank, iterations, result.profiled_forward_s));
+  } catch (const c10::Error& e) {
+    profile.add_notes(absl::StrCat("operator graph not available: ",
+                                   BriefError(e.what_without_backtrace())));
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<CaptureResult> Capturer::Run(const CaptureOptions& options, Store* store,
+                                            const FamilyLookup& family) {
+  // LibTorch reports errors as exceptions; none may leave this module.
+  try {
+    return RunCapture(options, store, family);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("capture failed: ", BriefError(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("capture failed: ", BriefError(e.what())));
+  }
+}
+
+}  // namespace kforge

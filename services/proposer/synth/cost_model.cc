@@ -1,0 +1,93 @@
+// Cost model: occupancy and a bandwidth/latency time estimate per launch.
+#include "services/proposer/synth/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
+
+namespace kforge::synth {
+
+GpuModel GpuModel::FromInfo(const v1::GpuInfo& info) {
+  GpuModel gpu;
+  if (!info.arch().empty()) gpu.arch = info.arch();
+  if (info.sm_count() > 0) gpu.sm_count = info.sm_count();
+  if (info.shared_memory_per_block_optin() > 0) {
+    gpu.shared_bytes_per_block_optin = info.shared_memory_per_block_optin();
+    gpu.shared_bytes_per_sm =
+        std::max(gpu.shared_bytes_per_sm, gpu.shared_bytes_per_block_optin + 1024);
+  }
+  if (info.copy_bandwidth_bytes_per_s() > 0) {
+    gpu.bandwidth_bytes_per_s = info.copy_bandwidth_bytes_per_s();
+  }
+  if (info.l2_bytes() > 0) gpu.l2_bytes = info.l2_bytes();
+  const int arch = gpu.ArchNumber();
+  if (arch > 0 && arch < 80) {
+    gpu.max_blocks_per_sm = 16;
+    gpu.max_threads_per_sm = arch == 75 ? 1024 : 2048;
+  }
+  return gpu;
+}
+
+int GpuModel::ArchNumber() const {
+  absl::string_view digits = arch;
+  if (absl::StartsWith(digits, "sm_")) digits.remove_prefix(3);
+  if (absl::StartsWith(digits, "compute_")) digits.remove_prefix(8);
+  while (!digits.empty() && !std::isdigit(static_cast<unsigned char>(digits.back()))) {
+    digits.remove_suffix(1);  // "sm_90a"
+  }
+  int number = 0;
+  if (!absl::SimpleAtoi(digits, &number)) return 0;
+  return number;
+}
+
+int BlocksPerSm(const GpuModel& gpu, int threads, int64_t shared_bytes, int registers) {
+  if (threads <= 0 || threads > 1024) return 0;
+  if (shared_bytes > gpu.shared_bytes_per_block_optin) return 0;
+  const int regs = std::clamp(registers, 16, 255);
+  // Registers are allocated per warp in units of 256.
+  const int regs_per_warp = ((regs * 32 + 255) / 256) * 256;
+  const int warps = (threads + 31) / 32;
+  int by_regs = gpu.registers_per_sm / (regs_per_warp * warps);
+  int by_threads = gpu.max_threads_per_sm / (warps * 32);
+  // Each block also reserves 1 KiB of shared memory for the system.
+  int by_smem = static_cast<int>(gpu.shared_bytes_per_sm / (shared_bytes + 1024));
+  return std::max(0, std::min({gpu.max_blocks_per_sm, by_regs, by_threads, by_smem}));
+}
+
+double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost) {
+  const int per_sm = BlocksPerSm(gpu, cost.threads, cost.shared_bytes, cost.registers);
+  if (per_sm == 0) return 1.0;  // cannot launch: worse than anything real
+  const double slots = static_cast<double>(per_sm) * gpu.sm_count;
+  const double blocks = std::max(1.0, cost.blocks);
+  const double resident = std::min(blocks, slots);
+  const double waves = blocks / slots;
+  // The last partial wave leaves SMs idle.
+  const double wave_efficiency = waves <= 1 ? 1.0 : waves / std::ceil(waves);
+  // Little's law: DRAM needs about a microsecond of bandwidth in flight to be saturated.
+  const double needed_in_flight = gpu.bandwidth_bytes_per_s * 0.9e-6;
+  const double in_flight = resident * cost.threads * cost.bytes_in_flight_per_thread;
+  const double parallel_efficiency = std::clamp(in_flight / needed_in_flight, 0.02, 1.0);
+  const double achievable = gpu.bandwidth_bytes_per_s * 0.92 * parallel_efficiency * wave_efficiency;
+  const double memory_s = cost.dram_bytes / achievable + cost.l2_bytes / (achievable * 2.5);
+  // SMs with few resident threads issue less than their peak.
+  const double resident_threads_per_sm =
+      std::min(resident / gpu.sm_count, static_cast<double>(per_sm)) * cost.threads;
+  const double issue_efficiency = std::clamp(resident_threads_per_sm / 512.0, 0.05, 1.0);
+  const double compute_s =
+      cost.ops / (gpu.sm_count * 128.0 * gpu.clock_hz * issue_efficiency * wave_efficiency);
+  // Serial latency per block is hidden by the other blocks resident on the SM, partly.
+  const double rounds = std::ceil(std::max(1.0, waves));
+  const double latency_s =
+      rounds * cost.block_latency_cycles / gpu.clock_hz / std::sqrt(static_cast<double>(per_sm));
+  return std::max(memory_s, compute_s) + latency_s + gpu.launch_overhead_s;
+}
+
+double EstimateSeconds(const GpuModel& gpu, const std::vector<LaunchCost>& launches) {
+  double total = 0;
+  for (const LaunchCost& launch : launches) total += EstimateLaunchSeconds(gpu, launch);
+  return total;
+}
+
+}  // namespace kforge::synth

@@ -1,0 +1,158 @@
+// Device preamble, literals and launch-plan JSON shared by every family.
+#include "services/proposer/synth/kernel_source.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace kforge::synth {
+
+namespace {
+
+constexpr char kCommon[] = R"(#include "kforge_device.h"
+
+typedef long long kf_i64;
+
+__device__ __forceinline__ float kf_to_float(float x) { return x; }
+__device__ __forceinline__ float kf_to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float kf_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T kf_from_float(float x);
+template <> __device__ __forceinline__ float kf_from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half kf_from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 kf_from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// N elements moved as one load or store of N * sizeof(T) bytes.
+template <typename T, int N> struct alignas(sizeof(T) * N) KfVec { T v[N]; };
+
+__device__ __forceinline__ bool kf_aligned(const void* p, int bytes) {
+  return (reinterpret_cast<unsigned long long>(p) % (unsigned long long)bytes) == 0;
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void kf_load(const T* p, float (&out)[V]) {
+  const KfVec<T, V> v = *reinterpret_cast<const KfVec<T, V>*>(p);
+#pragma unroll
+  for (int i = 0; i < V; ++i) out[i] = kf_to_float(v.v[i]);
+}
+
+template <int V, typename T>
+__device__ __forceinline__ void kf_store(T* p, const float (&in)[V]) {
+  KfVec<T, V> v;
+#pragma unroll
+  for (int i = 0; i < V; ++i) v.v[i] = kf_from_float<T>(in[i]);
+  *reinterpret_cast<KfVec<T, V>*>(p) = v;
+}
+
+__device__ __forceinline__ kf_i64 kf_ceil_div(kf_i64 a, kf_i64 b) { return (a + b - 1) / b; }
+
+__device__ __forceinline__ unsigned kf_dynamic_smem_bytes() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+
+// NaN-propagating max/min, as aten's amax/amin and max_pool2d.
+__device__ __forceinline__ float kf_max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float kf_min_nan(float a, float b) { return (a < b || a != a) ? a : b; }
+)";
+
+constexpr char kAccurate[] = R"(
+#define KF_EXP(x) expf(x)
+#define KF_LOG(x) logf(x)
+#define KF_DIV(a, b) ((a) / (b))
+#define KF_TANH(x) tanhf(x)
+)";
+
+// __expf and friends are a few ulp off; the search turns them off after a MISMATCH.
+constexpr char kFast[] = R"(
+#define KF_EXP(x) __expf(x)
+#define KF_LOG(x) __logf(x)
+#define KF_DIV(a, b) __fdividef((a), (b))
+__device__ __forceinline__ float kf_fast_tanh(float x) {
+  const float e = __expf(-2.0f * fabsf(x));
+  return copysignf(__fdividef(1.0f - e, 1.0f + e), x);
+}
+#define KF_TANH(x) kf_fast_tanh(x)
+)";
+
+constexpr char kCluster[] = R"(
+// sm_90 thread-block clusters through PTX: the rank of this block, a cluster-wide barrier
+// (release/acquire, so shared memory written before it is visible to the cluster after it)
+// and 32-bit loads from another block's shared memory.
+__device__ __forceinline__ unsigned kf_cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void kf_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+               ::: "memory");
+}
+__device__ __forceinline__ unsigned kf_dsmem_u32(const void* local, unsigned rank) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  unsigned value;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(value) : "r"(remote) : "memory");
+  return value;
+}
+)";
+
+}  // namespace
+
+std::string DevicePreamble(const PreambleOptions& options) {
+  std::string out = kCommon;
+  out += options.fast_math ? kFast : kAccurate;
+  if (options.clusters) out += kCluster;
+  return out;
+}
+
+std::string FloatLiteral(double value) {
+  if (std::isinf(value)) return value > 0 ? "(__int_as_float(0x7f800000))" : "(__int_as_float(0xff800000))";
+  if (std::isnan(value)) return "(__int_as_float(0x7fc00000))";
+  std::string text = absl::StrFormat("%.17g", value);
+  return absl::StrCat("((float)", text, ")");
+}
+
+std::string PlanJson(const PlanSpec& plan) {
+  nlohmann::ordered_json json;
+  nlohmann::ordered_json let = nlohmann::ordered_json::array();
+  for (const auto& [name, expr] : plan.let) let.push_back({name, expr});
+  json["let"] = let;
+  json["scratch_bytes"] = plan.scratch_bytes;
+  nlohmann::ordered_json launches = nlohmann::ordered_json::array();
+  for (const PlanLaunch& launch : plan.launches) {
+    nlohmann::ordered_json l;
+    l["entry"] = launch.entry;
+    l["grid"] = launch.grid;
+    l["block"] = launch.block;
+    l["shared_bytes"] = launch.shared_bytes;
+    if (!launch.cluster.empty()) l["cluster"] = launch.cluster;
+    launches.push_back(l);
+  }
+  json["launches"] = launches;
+  nlohmann::ordered_json requirements;
+  requirements["contiguous"] = plan.contiguous;
+  if (plan.alignment_bytes > 0) requirements["alignment_bytes"] = plan.alignment_bytes;
+  json["requires"] = requirements;
+  return json.dump(2);
+}
+
+std::string SizeProduct(int input, int first, int last) {
+  if (first > last) return "1";
+  std::string out;
+  for (int d = first; d <= last; ++d) {
+    if (!out.empty()) out += " * ";
+    absl::StrAppend(&out, "in", input, "_size", d);
+  }
+  return out;
+}
+
+}  // namespace kforge::synth

@@ -1,0 +1,47 @@
+// Pieces every generated kernel shares: the device-side preamble (type conversion, vector
+// loads, fast-math switches, cluster PTX), literal formatting, and the launch-plan JSON
+// builder (format: docs/launch-plan.md).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kforge::synth {
+
+struct PreambleOptions {
+  bool fast_math = false;
+  bool clusters = false;  // emits the sm_90 cluster / distributed shared memory helpers
+};
+
+// `#include "kforge_device.h"` plus helpers: kf_to_float / kf_from_float<T>, KfVec<T, N>,
+// kf_load<V> / kf_store<V>, kf_aligned, KF_EXP / KF_LOG / KF_DIV / KF_TANH, and with
+// clusters kf_cluster_sync / kf_cluster_rank / kf_dsmem_u32.
+std::string DevicePreamble(const PreambleOptions& options);
+
+// A C++ float expression with the exact double value: "((float)1.0000000000000001e-05)".
+std::string FloatLiteral(double value);
+
+struct PlanLaunch {
+  std::string entry;
+  std::vector<std::string> grid;   // expressions
+  std::vector<int> block;
+  std::string shared_bytes = "0";
+  std::vector<int> cluster;  // empty: no cluster
+};
+
+struct PlanSpec {
+  std::vector<std::pair<std::string, std::string>> let;
+  std::string scratch_bytes = "0";
+  std::vector<PlanLaunch> launches;
+  bool contiguous = true;
+  int alignment_bytes = 0;  // 0: no requirement beyond the element size
+};
+
+// The launch plan JSON, pretty-printed with stable key order.
+std::string PlanJson(const PlanSpec& plan);
+
+// "in0_size2 * in0_size3" for dims [first, last] of input `input`; "1" when empty.
+std::string SizeProduct(int input, int first, int last);
+
+}  // namespace kforge::synth

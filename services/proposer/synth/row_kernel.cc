@@ -1,0 +1,969 @@
+// RowKernelGenerator: parameter space, prior and source of the row engine.
+#include "services/proposer/synth/row_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/target_args.h"
+
+namespace kforge::synth {
+namespace {
+
+// The engine: geometry, op hooks (kf_identity/kf_add/kf_merge/kf_finish/kf_out/kf_write_row)
+// and KfStat come from the op snippet emitted before it.
+constexpr char kRowEngine[] = R"(
+// Exchanges a KfStat between lanes word by word.
+__device__ __forceinline__ KfStat kf_shfl_xor(const KfStat& s, int mask) {
+  KfStat r;
+  const unsigned* src = reinterpret_cast<const unsigned*>(&s);
+  unsigned* dst = reinterpret_cast<unsigned*>(&r);
+#pragma unroll
+  for (int i = 0; i < (int)(sizeof(KfStat) / 4); ++i) {
+    dst[i] = __shfl_xor_sync(0xffffffffu, src[i], mask);
+  }
+  return r;
+}
+
+// Folds the KF_RT threads of a row together. Every lane merges in lane order, so all
+// lanes end with the same bits (the row's output never depends on which lane computes it).
+template <int P>
+__device__ __forceinline__ KfStat kf_reduce_row(KfStat s, int lane, int rib,
+                                                KfStat (*red)[KF_WARPS]) {
+#pragma unroll
+  for (int m = 1; m < (KF_RT < 32 ? KF_RT : 32); m <<= 1) {
+    const KfStat o = kf_shfl_xor(s, m);
+    s = (lane & m) ? kf_merge<P>(o, s) : kf_merge<P>(s, o);
+  }
+#if KF_RT > 32
+  if ((lane & 31) == 0) red[rib][lane / 32] = s;
+  __syncthreads();
+  s = red[rib][0];
+#pragma unroll
+  for (int w = 1; w < KF_WARPS; ++w) s = kf_merge<P>(s, red[rib][w]);
+  __syncthreads();
+#endif
+  return s;
+}
+
+#if KF_CLUSTER
+// Folds the row's partial statistics of the KF_SPLIT blocks of the cluster, in rank order,
+// through distributed shared memory.
+template <int P>
+__device__ __forceinline__ KfStat kf_reduce_cluster(KfStat s, int lane, int rib, KfStat* part) {
+  if (lane == 0) part[rib] = s;
+  kf_cluster_sync();
+  KfStat r = kf_identity<P>();
+#pragma unroll
+  for (int q = 0; q < KF_SPLIT; ++q) {
+    KfStat o;
+    unsigned* words = reinterpret_cast<unsigned*>(&o);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(KfStat) / 4); ++i) {
+      words[i] = kf_dsmem_u32(reinterpret_cast<const unsigned*>(&part[rib]) + i, q);
+    }
+    r = kf_merge<P>(r, o);
+  }
+  kf_cluster_sync();
+  return r;
+}
+#endif
+
+// Visits this thread's vectors of [c0, c1): fully unrolled over the register cache slots
+// when the row fits it, else a loop unrolled KF_UNROLL times.
+template <int V, typename F>
+__device__ __forceinline__ void kf_for_each(kf_i64 c0, kf_i64 c1, int lane, bool slots, F&& f) {
+  if (slots) {
+#pragma unroll
+    for (int k = 0; k < KF_CAP / V; ++k) {
+      const kf_i64 c = c0 + ((kf_i64)k * KF_RT + lane) * V;
+      if (c < c1) f(c, k);
+    }
+  } else {
+    for (kf_i64 base = c0 + (kf_i64)lane * V; base < c1; base += (kf_i64)KF_RT * V * KF_UNROLL) {
+#pragma unroll
+      for (int u = 0; u < KF_UNROLL; ++u) {
+        const kf_i64 c = base + (kf_i64)u * KF_RT * V;
+        if (c < c1) f(c, 0);
+      }
+    }
+  }
+}
+
+// One row (or, split, one chunk of it). PHASE 0: whole row in one launch (maybe a cluster);
+// 1: partial statistics of a chunk to scratch; 2: merge partials and write the chunk.
+template <int V, int PHASE>
+__device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool valid, kf_i64 cols,
+                                       kf_i64 c0, kf_i64 c1, kf_i64 chunk, int lane, int rib,
+                                       KfStat (*red)[KF_WARPS], KfStat* part) {
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (valid ? row * cols : 0);
+  const kf_i64 e1 = valid ? c1 : c0;
+  KfRowCtx ctx;
+  kf_init_ctx(ctx, args, row, cols);
+#if KF_CACHE == 2
+  float cache[KF_CAP];
+  const bool use_regs = PHASE == 0 && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
+#else
+  const bool use_regs = false;
+#endif
+#if KF_CACHE == 1
+  extern __shared__ __align__(16) unsigned char kf_dsmem[];
+  TI* srow = reinterpret_cast<TI*>(kf_dsmem) + (kf_i64)rib * chunk;
+  const bool use_smem =
+      (kf_i64)KF_RPB * chunk * (kf_i64)sizeof(TI) <= (kf_i64)kf_dynamic_smem_bytes();
+#endif
+  // Reads back what pass 0 read: from registers, shared memory or global memory.
+  auto read = [&](kf_i64 c, int k, float (&v)[V]) {
+#if KF_CACHE == 2
+    if (use_regs) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = cache[k * V + i];
+      return;
+    }
+#endif
+#if KF_CACHE == 1
+    if (use_smem) {
+      kf_load<V>(srow + (c - c0), v);
+      return;
+    }
+#endif
+    kf_load<V>(xr + c, v);
+  };
+
+  KfStat s = kf_identity<0>();
+  if (PHASE == 2) {
+    if (valid) {
+      const KfStat* partials = reinterpret_cast<const KfStat*>(args.scratch.data) + row * KF_SPLIT;
+#pragma unroll
+      for (int q = 0; q < KF_SPLIT; ++q) s = kf_merge<0>(s, partials[q]);
+    }
+  } else {
+    kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
+      const KfVec<TI, V> raw = *reinterpret_cast<const KfVec<TI, V>*>(xr + c);
+      float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
+#if KF_CACHE == 2
+      if (use_regs) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) cache[k * V + i] = v[i];
+      }
+#endif
+#if KF_CACHE == 1
+      if (use_smem) *reinterpret_cast<KfVec<TI, V>*>(srow + (c - c0)) = raw;
+#endif
+      kf_add<0, V>(s, v, c, ctx);
+    });
+    s = kf_reduce_row<0>(s, lane, rib, red);
+    if (PHASE == 1) {
+      if (valid && lane == 0) {
+        reinterpret_cast<KfStat*>(args.scratch.data)[row * KF_SPLIT + blockIdx.y] = s;
+      }
+      return;
+    }
+#if KF_CLUSTER
+    s = kf_reduce_cluster<0>(s, lane, rib, part);
+#endif
+  }
+  kf_finish<0>(s, ctx);
+#if KF_PASSES == 2
+  KfStat t = kf_identity<1>();
+  kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
+    float v[V];
+    read(c, k, v);
+    kf_add<1, V>(t, v, c, ctx);
+  });
+  t = kf_reduce_row<1>(t, lane, rib, red);
+#if KF_CLUSTER
+  t = kf_reduce_cluster<1>(t, lane, rib, part);
+#endif
+  kf_finish<1>(t, ctx);
+#endif
+#if KF_PER_ROW
+  if (valid && lane == 0 && blockIdx.y == 0) kf_write_row(s, ctx, args);
+#else
+  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
+  kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
+    float v[V];
+    read(c, k, v);
+    float o[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) o[i] = kf_out(v[i], c + i, ctx);
+    kf_store<V>(yr + c, o);
+  });
+#endif
+}
+
+template <int PHASE>
+__device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
+  __shared__ KfStat red[KF_RPB][KF_WARPS];
+#if KF_CLUSTER
+  __shared__ KfStat part[KF_RPB];
+#else
+  KfStat* part = nullptr;
+#endif
+  kf_i64 rows, cols;
+  kf_geometry(args, rows, cols);
+  const int lane = threadIdx.x % KF_RT;
+  const int rib = threadIdx.x / KF_RT;
+  const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
+  const kf_i64 c0 = min(cols, (kf_i64)blockIdx.y * chunk);
+  const kf_i64 c1 = min(cols, c0 + chunk);
+  bool vec_ok = KF_VEC > 1 && cols % KF_VEC == 0 &&
+                kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(TI));
+#if !KF_PER_ROW
+  vec_ok = vec_ok && kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
+#endif
+  for (kf_i64 rb = blockIdx.x; rb * KF_RPB < rows; rb += gridDim.x) {
+    const kf_i64 row = rb * KF_RPB + rib;
+    const bool valid = row < rows;
+    if (vec_ok) {
+      kf_row<KF_VEC, PHASE>(args, row, valid, cols, c0, c1, chunk, lane, rib, red, part);
+    } else {
+      kf_row<1, PHASE>(args, row, valid, cols, c0, c1, chunk, lane, rib, red, part);
+    }
+  }
+}
+)";
+
+constexpr char kSingleEntry[] = R"(
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows(KfArgs args) {
+  kf_rows_body<0>(args);
+}
+)";
+
+constexpr char kSplitEntries[] = R"(
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_partial(KfArgs args) {
+  kf_rows_body<1>(args);
+}
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_finish(KfArgs args) {
+  kf_rows_body<2>(args);
+}
+)";
+
+bool HasAlgoChoice(RowOp op) {
+  return op == RowOp::kSoftmax || op == RowOp::kLogSoftmax || op == RowOp::kLayerNorm ||
+         op == RowOp::kGroupNorm;
+}
+bool UsesExp(RowOp op) { return op == RowOp::kSoftmax || op == RowOp::kLogSoftmax; }
+
+// Row geometry from the ABI at run time: the source never holds the captured shape.
+std::string GeometryCode(const RowProblem& p) {
+  if (p.op == RowOp::kGroupNorm) {
+    return absl::StrFormat(R"(
+__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf_i64& cols) {
+  const KfTensor& x = args.inputs[0];
+  rows = x.sizes[0] * (kf_i64)%d;
+  cols = rows > 0 ? x.numel / rows : 0;
+}
+)",
+                           p.groups);
+  }
+  return absl::StrFormat(R"(
+__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf_i64& cols) {
+  const KfTensor& x = args.inputs[0];
+  cols = 1;
+  for (int d = x.ndim - %d; d < x.ndim; ++d) cols *= x.sizes[d];
+  rows = cols > 0 ? x.numel / cols : 0;
+}
+)",
+                         p.row_dims);
+}
+
+std::string ContextCode(const RowProblem& p) {
+  std::string init;
+  if (p.weight_input >= 0) {
+    absl::StrAppend(&init, "  ctx.w = reinterpret_cast<const TW*>(args.inputs[", p.weight_input,
+                    "].data);\n");
+  }
+  if (p.bias_input >= 0) {
+    absl::StrAppend(&init, "  ctx.bias = reinterpret_cast<const TB*>(args.inputs[",
+                    p.bias_input, "].data);\n");
+  }
+  if (p.op == RowOp::kGroupNorm) {
+    // Channels of group g are [g * C/G, (g+1) * C/G); each holds cols / (C/G) elements.
+    absl::StrAppend(&init, absl::StrFormat(R"(  const kf_i64 cg = args.inputs[0].sizes[1] / %d;
+  ctx.c_first = (row %% %d) * cg;
+  ctx.hw = cg > 0 ? cols / cg : 1;
+  if (ctx.hw == 0) ctx.hw = 1;
+)",
+                                           p.groups, p.groups));
+  }
+  return absl::StrCat(R"(
+struct KfRowCtx {
+  kf_i64 row;
+  kf_i64 cols;
+  float a;
+  float b;
+  const TW* w;
+  const TB* bias;
+  kf_i64 c_first;
+  kf_i64 hw;
+};
+__device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, kf_i64 row,
+                                            kf_i64 cols) {
+  ctx.row = row;
+  ctx.cols = cols;
+  ctx.a = 0.f;
+  ctx.b = 0.f;
+  ctx.w = nullptr;
+  ctx.bias = nullptr;
+  ctx.c_first = 0;
+  ctx.hw = 1;
+)",
+                      init, "}\n");
+}
+
+constexpr char kNegInf[] = "__int_as_float(0xff800000)";
+
+}  // namespace
+
+std::string ReduceStatCode(RowOp op) {
+  constexpr char kStore[] = R"(
+__device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfStat& s,
+                                                kf_i64 count) {
+  out[index] = kf_from_float<TO>()";
+  switch (op) {
+    case RowOp::kSum:
+    case RowOp::kMean:
+      return absl::StrCat(R"(
+// Sum in fp32, whatever the element type (as aten's accumulate type).
+struct KfStat { float s; };
+__device__ __forceinline__ KfStat kf_reduce_identity() { return {0.f}; }
+__device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) { st.s += x; }
+__device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat& b) {
+  return {a.s + b.s};
+}
+)",
+                          kStore,
+                          op == RowOp::kMean ? "s.s / (float)count" : "s.s", R"();
+}
+)");
+    case RowOp::kAmax:
+    case RowOp::kAmin: {
+      const bool is_max = op == RowOp::kAmax;
+      const std::string fn = is_max ? "kf_max_nan" : "kf_min_nan";
+      return absl::StrCat(R"(
+// NaN-propagating extremum.
+struct KfStat { float v; };
+__device__ __forceinline__ KfStat kf_reduce_identity() { return {)",
+                          is_max ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)",
+                          R"(}; }
+__device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) {
+  st.v = )",
+                          fn, R"((st.v, x);
+}
+__device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat& b) {
+  return {)",
+                          fn, R"((a.v, b.v)};
+}
+)",
+                          kStore, R"(s.v);
+}
+)");
+    }
+    case RowOp::kArgmax:
+      return R"(
+// Value and index of the maximum; NaN wins, ties go to the lower index (as aten::argmax).
+struct KfStat { float v; int pad; kf_i64 i; };
+__device__ __forceinline__ KfStat kf_reduce_identity() {
+  return {__int_as_float(0xff800000), 0, 0x7fffffffffffffffll};
+}
+__device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat& b) {
+  const bool a_nan = a.v != a.v;
+  const bool b_nan = b.v != b.v;
+  if (a_nan || b_nan) {
+    if (a_nan && b_nan) return a.i <= b.i ? a : b;
+    return a_nan ? a : b;
+  }
+  if (a.v > b.v) return a;
+  if (b.v > a.v) return b;
+  return a.i <= b.i ? a : b;
+}
+__device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) {
+  st = kf_reduce_merge(st, KfStat{x, 0, index});
+}
+__device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfStat& s,
+                                                kf_i64 count) {
+  out[index] = count > 0 ? s.i : 0;
+}
+)";
+    default:
+      return "";
+  }
+}
+
+namespace {
+
+// KfStat and the hooks of each op. `two_pass` picks the two-pass algorithm where the op has
+// one (softmax: max then sum; norms: mean then squared deviations).
+std::string OpCode(const RowProblem& p, bool two_pass) {
+  const std::string eps = FloatLiteral(p.eps);
+  // Affine index: the column for layer/rms norm, the channel for group norm.
+  const std::string affine =
+      p.op == RowOp::kGroupNorm ? "(ctx.c_first + col / ctx.hw)" : "col";
+  const std::string w =
+      p.weight_input >= 0 ? absl::StrCat(" * kf_to_float(ctx.w[", affine, "])") : "";
+  const std::string b =
+      p.bias_input >= 0 ? absl::StrCat(" + kf_to_float(ctx.bias[", affine, "])") : "";
+  switch (p.op) {
+    case RowOp::kSoftmax:
+    case RowOp::kLogSoftmax: {
+      const std::string finish1 = p.op == RowOp::kSoftmax
+                                      ? "ctx.b = KF_DIV(1.0f, s.s);"
+                                      : "ctx.b = ctx.a + KF_LOG(s.s);";
+      const std::string out = p.op == RowOp::kSoftmax ? "return KF_EXP(x - ctx.a) * ctx.b;"
+                                                      : "return x - ctx.b;";
+      if (!two_pass) {
+        return absl::StrCat(R"(
+// Online softmax statistics: running max m and sum s of exp(x - m).
+struct KfStat { float m; float s; };
+template <int P> __device__ __forceinline__ KfStat kf_identity() { return {)",
+                            kNegInf, R"(, 0.f}; }
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+  float m = st.m;
+#pragma unroll
+  for (int i = 0; i < V; ++i) m = fmaxf(m, v[i]);
+  if (m == )",
+                            kNegInf, R"() return;
+  float s = st.s * KF_EXP(st.m - m);
+#pragma unroll
+  for (int i = 0; i < V; ++i) s += KF_EXP(v[i] - m);
+  st.m = m;
+  st.s = s;
+}
+template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
+  const float m = fmaxf(a.m, b.m);
+  if (m == )",
+                            kNegInf, R"() return {m, 0.f};
+  return {m, a.s * KF_EXP(a.m - m) + b.s * KF_EXP(b.m - m)};
+}
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
+  ctx.a = s.m;
+  )",
+                            finish1, R"(
+}
+__device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
+                            out, " }\n");
+      }
+      return absl::StrCat(R"(
+// Two-pass softmax: pass 0 the max, pass 1 the sum of exp(x - max).
+struct KfStat { float m; float s; };
+template <int P> __device__ __forceinline__ KfStat kf_identity() { return {)",
+                          kNegInf, R"(, 0.f}; }
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+  if (P == 0) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) st.m = fmaxf(st.m, v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) st.s += KF_EXP(v[i] - ctx.a);
+  }
+}
+template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
+  return {fmaxf(a.m, b.m), a.s + b.s};
+}
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
+  if (P == 0) {
+    ctx.a = s.m;
+  } else {
+    )",
+                          finish1, R"(
+  }
+}
+__device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
+                          out, " }\n");
+    }
+    case RowOp::kLayerNorm:
+    case RowOp::kGroupNorm: {
+      const std::string out = absl::StrCat(
+          "__device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) {\n"
+          "  return (x - ctx.a) * ctx.b",
+          w, b, ";\n}\n");
+      if (!two_pass) {
+        return absl::StrCat(R"(
+// Welford statistics: count, mean and M2, merged with Chan's formula.
+struct KfStat { float n; float mean; float m2; };
+template <int P> __device__ __forceinline__ KfStat kf_identity() { return {0.f, 0.f, 0.f}; }
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    st.n += 1.f;
+    const float d = v[i] - st.mean;
+    st.mean += d / st.n;
+    st.m2 += d * (v[i] - st.mean);
+  }
+}
+template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
+  const float n = a.n + b.n;
+  if (n == 0.f) return a;
+  const float d = b.mean - a.mean;
+  const float fb = b.n / n;
+  return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+}
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
+  ctx.a = s.mean;
+  ctx.b = rsqrtf(fmaxf(s.n > 0.f ? s.m2 / s.n : 0.f, 0.f) + )",
+                            eps, R"();
+}
+)",
+                            out);
+      }
+      return absl::StrCat(R"(
+// Two-pass statistics: pass 0 the mean, pass 1 the mean squared deviation.
+struct KfStat { float s; };
+template <int P> __device__ __forceinline__ KfStat kf_identity() { return {0.f}; }
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    if (P == 0) {
+      st.s += v[i];
+    } else {
+      const float d = v[i] - ctx.a;
+      st.s += d * d;
+    }
+  }
+}
+template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
+  return {a.s + b.s};
+}
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
+  const float n = ctx.cols > 0 ? (float)ctx.cols : 1.f;
+  if (P == 0) {
+    ctx.a = s.s / n;
+  } else {
+    ctx.b = rsqrtf(s.s / n + )",
+                          eps, R"();
+  }
+}
+)",
+                          out);
+    }
+    case RowOp::kRmsNorm:
+      return absl::StrCat(R"(
+// RMS statistics: the sum of squares.
+struct KfStat { float s; };
+template <int P> __device__ __forceinline__ KfStat kf_identity() { return {0.f}; }
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) st.s += v[i] * v[i];
+}
+template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
+  return {a.s + b.s};
+}
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
+  const float n = ctx.cols > 0 ? (float)ctx.cols : 1.f;
+  ctx.b = rsqrtf(s.s / n + )",
+                          eps, R"();
+}
+__device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) {
+  return x * ctx.b)",
+                          w, R"(;
+}
+)");
+    case RowOp::kSum:
+    case RowOp::kMean:
+    case RowOp::kAmax:
+    case RowOp::kAmin:
+    case RowOp::kArgmax:
+      return absl::StrCat(ReduceStatCode(p.op), R"(
+template <int P> __device__ __forceinline__ KfStat kf_identity() { return kf_reduce_identity(); }
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) kf_reduce_add(st, v[i], col + i);
+}
+template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
+  return kf_reduce_merge(a, b);
+}
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {}
+__device__ __forceinline__ void kf_write_row(const KfStat& s, const KfRowCtx& ctx,
+                                             const KfArgs& args) {
+  kf_reduce_store(reinterpret_cast<TO*>(args.outputs[0].data), ctx.row, s, ctx.cols);
+}
+)");
+  }
+  return "";
+}
+
+int StatBytes(RowOp op, bool two_pass) {
+  switch (op) {
+    case RowOp::kSoftmax: case RowOp::kLogSoftmax: return 8;
+    case RowOp::kLayerNorm: case RowOp::kGroupNorm: return two_pass ? 4 : 12;
+    case RowOp::kArgmax: return 16;
+    default: return 4;
+  }
+}
+
+int Log2(int64_t x) {
+  int r = 0;
+  while ((int64_t{1} << (r + 1)) <= x) ++r;
+  return r;
+}
+
+class RowKernelGenerator : public KernelGenerator {
+ public:
+  RowKernelGenerator(const RowProblem& problem, const GpuModel& gpu)
+      : p_(problem), gpu_(gpu), per_row_(RowOpWritesRows(problem.op)) {
+    std::vector<ParamDef> params = {
+        {"row_threads", {"4", "8", "16", "32", "64", "128", "256", "512", "1024"},
+         "threads that share one row"},
+        {"rows_per_block", {"1", "2", "4", "8", "16", "32"}, "rows one block handles at once"},
+        {"vec", {"1", "2", "4", "8"}, "elements per load/store (16 bytes at most)"},
+    };
+    if (HasAlgoChoice(p_.op)) {
+      const bool softmax = UsesExp(p_.op);
+      params.push_back({"algo",
+                        {softmax ? "online" : "welford", "two_pass"},
+                        "one pass with mergeable statistics, or two passes over the row"});
+    }
+    if (!per_row_) {
+      params.push_back({"cache", {"none", "regs", "smem"},
+                        "keep the row for the later passes in registers or shared memory"});
+      params.push_back({"reg_cache", {"8", "16", "32", "64"},
+                        "elements per thread the register cache holds"});
+    }
+    params.push_back({"split", {"1", "2", "4", "8", "16"}, "blocks that share one row"});
+    params.push_back({"split_mode", {"scratch", "cluster"},
+                      "combine a split row through scratch (two launches) or through the "
+                      "distributed shared memory of a thread-block cluster"});
+    params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
+    if (UsesExp(p_.op)) {
+      params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
+    }
+    params.push_back({"grid", {"oneshot", "stride"},
+                      "one block per row group, or about num_sms * occupancy blocks looping"});
+    space_ = ParamSpace(std::move(params));
+  }
+
+  const ParamSpace& Space() const override { return space_; }
+
+  Config Canonicalize(const Config& in) const override {
+    Config c = in;
+    if (c.GetInt("split") == 1) c.Set("split_mode", "scratch");
+    const bool scratch_split = c.GetInt("split") > 1 && c.Get("split_mode") == "scratch";
+    if (!per_row_) {
+      if (scratch_split) c.Set("cache", "none");
+      if (c.Get("cache") != "regs") c.Set("reg_cache", "8");
+    }
+    if (scratch_split && HasAlgoChoice(p_.op)) c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
+    // The register cache loop is fully unrolled already.
+    if (!per_row_ && c.Get("cache") == "regs") c.Set("unroll", "1");
+    return c;
+  }
+
+  std::string Check(const Config& c) const override {
+    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int vec = c.GetInt("vec"), split = c.GetInt("split");
+    const int block = rt * rpb;
+    if (block < 32 || block > 1024) {
+      return absl::StrCat("block of ", block, " threads (row_threads * rows_per_block) is "
+                          "outside [32, 1024]");
+    }
+    const int in_size = ElementSize(p_.in_dtype);
+    const int out_size = per_row_ ? 0 : ElementSize(p_.out_dtype);
+    if (vec * std::max(in_size, out_size) > 16) {
+      return absl::StrCat("vec ", vec, " makes loads wider than 16 bytes");
+    }
+    const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
+    if (cluster && !gpu_.SupportsClusters()) {
+      return absl::StrCat("thread-block clusters need sm_90 or newer; the GPU is ", gpu_.arch);
+    }
+    if (cluster && split > 8) return "clusters of more than 8 blocks are not portable";
+    if (split > 1 && c.Get("split_mode") == "scratch" && TwoPass(c)) {
+      return "a row split through scratch needs one-pass statistics";
+    }
+    if (cluster && block * split > 8192) {
+      return "cluster of more than 8192 threads";
+    }
+    const int64_t chunk = Chunk(c);
+    if (split > 1 && chunk < int64_t{rt} * vec) {
+      return absl::StrCat("split ", split, " leaves chunks of ", chunk, " columns for ", rt,
+                          " threads of ", vec, " elements");
+    }
+    const std::string cache = per_row_ ? "none" : c.Get("cache");
+    if (cache == "regs") {
+      const int cap = c.GetInt("reg_cache");
+      if (cap < vec) return "register cache smaller than one vector";
+      if (chunk > int64_t{rt} * cap) {
+        return absl::StrCat("row chunk of ", chunk, " columns exceeds the register cache (",
+                            rt, " threads x ", cap, ")");
+      }
+      if (cap > 4 * int64_t{chunk} / rt + 8 * vec) return "register cache far larger than the row";
+    }
+    if (cache == "smem") {
+      if (SharedBytes(c) > gpu_.shared_bytes_per_block_optin) {
+        return absl::StrCat("rows of ", chunk, " columns need ", SharedBytes(c),
+                            " bytes of shared memory; the GPU allows ",
+                            gpu_.shared_bytes_per_block_optin);
+      }
+    }
+    return "";
+  }
+
+  int64_t SharedBytes(const Config& c) const override {
+    const int rpb = c.GetInt("rows_per_block"), rt = c.GetInt("row_threads");
+    const bool two_pass = TwoPass(c);
+    const int stat = StatBytes(p_.op, two_pass);
+    int64_t bytes = int64_t{rpb} * std::max(1, rt / 32) * stat;
+    if (c.GetInt("split") > 1 && c.Get("split_mode") == "cluster") bytes += int64_t{rpb} * stat;
+    if (!per_row_ && c.Get("cache") == "smem") {
+      bytes += int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
+    }
+    return bytes;
+  }
+
+  double MinBytes() const override {
+    const double elems = static_cast<double>(p_.rows) * p_.cols;
+    double bytes = elems * ElementSize(p_.in_dtype);
+    bytes += per_row_ ? p_.rows * double(ElementSize(p_.out_dtype)) : elems * ElementSize(p_.out_dtype);
+    return bytes;
+  }
+
+  double EstimateSeconds(const Config& c) const override {
+    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int vec = c.GetInt("vec"), split = c.GetInt("split"), unroll = c.GetInt("unroll");
+    const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
+    const bool scratch = split > 1 && !cluster;
+    const bool two_pass = TwoPass(c);
+    const std::string cache = per_row_ ? "none" : c.Get("cache");
+    const int in_size = ElementSize(p_.in_dtype), out_size = ElementSize(p_.out_dtype);
+    const double rows = static_cast<double>(std::max<int64_t>(1, p_.rows));
+    const double cols = static_cast<double>(std::max<int64_t>(1, p_.cols));
+    const double elems = rows * cols;
+    const int64_t chunk = Chunk(c);
+    const double row_blocks = std::ceil(rows / rpb);
+    const int block = rt * rpb;
+    int regs = 40 + 2 * vec * unroll + (two_pass ? 4 : 0);
+    if (cache == "regs") regs += c.GetInt("reg_cache");
+    const int64_t smem = SharedBytes(c);
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, block, smem, regs));
+    const bool stride = c.Get("grid") == "stride";
+    const double grid_x = stride ? std::min(row_blocks, double(gpu_.sm_count) * per_sm) : row_blocks;
+    const double iterations = std::ceil(row_blocks / grid_x);
+
+    // Elements one thread handles per pass; idle lanes carry nothing in flight.
+    const double per_thread = std::ceil(static_cast<double>(chunk) / rt);
+    const double flight_elems = cache == "regs" ? std::min<double>(per_thread, c.GetInt("reg_cache"))
+                                                : std::min<double>(per_thread, double(vec) * unroll);
+    // Re-reads of the row: hit L1/L2 while the rows in flight are small.
+    const int data_passes = (two_pass ? 2 : 1) + (per_row_ ? 0 : 1);
+    const bool cached = cache != "none";
+    const double rereads = cached ? 0 : data_passes - 1;
+    const double in_bytes = elems * in_size;
+    const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
+    const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
+                                (p_.bias_input >= 0 ? cols * ElementSize(p_.bias_dtype) : 0);
+    const double resident_row_bytes =
+        std::min(row_blocks * split, double(gpu_.sm_count) * per_sm) * rpb * chunk * in_size;
+    const double reread_in_dram = resident_row_bytes > gpu_.l2_bytes * 0.5 ? 1.0 : 0.0;
+
+    // Instruction cost per element; exp is ~20 instructions accurate, ~4 fast.
+    const bool fast = c.GetInt("fast_math") == 1;
+    double per_elem_ops = 3;
+    if (UsesExp(p_.op)) per_elem_ops += (fast ? 5 : 22) * (p_.op == RowOp::kSoftmax ? 2 : 1.2);
+    if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kGroupNorm) per_elem_ops += two_pass ? 6 : 10;
+    if (p_.op == RowOp::kArgmax) per_elem_ops += 6;
+    if (vec == 1) per_elem_ops += 2;  // address math per element
+
+    const int shuffle_steps = Log2(std::min(rt, 32));
+    double reduce_cycles = 40.0 * shuffle_steps + (rt > 32 ? 120 + 4.0 * (rt / 32) : 0);
+    if (cluster) reduce_cycles += 1200 + 60.0 * split;
+    const double passes = two_pass ? 2 : 1;
+    // A pass costs at least one DRAM round trip plus the chained loads of a long row.
+    const double pass_cycles =
+        900 + 500 * std::max(0.0, std::ceil(per_thread / std::max(1.0, flight_elems)) - 1);
+    const double block_latency =
+        iterations * passes * (pass_cycles + reduce_cycles) + (per_row_ ? 0 : pass_cycles);
+
+    std::vector<LaunchCost> launches;
+    LaunchCost main;
+    main.blocks = grid_x * split;
+    main.threads = block;
+    main.shared_bytes = smem;
+    main.registers = regs;
+    main.bytes_in_flight_per_thread = flight_elems * in_size;
+    main.ops = elems * per_elem_ops + rows * reduce_cycles * rt * passes / 8;
+    main.block_latency_cycles = block_latency;
+    if (scratch) {
+      LaunchCost partial = main;
+      partial.dram_bytes = in_bytes + rows * split * 16;
+      partial.ops = elems * 4;
+      partial.block_latency_cycles = iterations * (pass_cycles + reduce_cycles);
+      launches.push_back(partial);
+      main.dram_bytes = out_bytes + rows * split * 16 + weight_bytes + (per_row_ ? 0 : in_bytes);
+      main.block_latency_cycles = iterations * pass_cycles;
+      if (per_row_) main.blocks = grid_x;
+    } else {
+      main.dram_bytes = in_bytes + out_bytes + weight_bytes + rereads * in_bytes * reread_in_dram;
+      main.l2_bytes = rereads * in_bytes * (1 - reread_in_dram);
+    }
+    launches.push_back(main);
+    double seconds = synth::EstimateSeconds(gpu_, launches);
+    if (cluster) seconds *= 1.03;  // cluster scheduling granularity
+    return seconds;
+  }
+
+  std::vector<Config> Seeds() const override {
+    // A warp per short row, a block per long row, and a cluster for very long rows.
+    std::vector<Config> seeds;
+    const int max_vec = 16 / std::max(ElementSize(p_.in_dtype), per_row_ ? 1 : ElementSize(p_.out_dtype));
+    for (int rt : {32, 256, 1024}) {
+      Config c;
+      c.SetInt("row_threads", rt);
+      c.SetInt("rows_per_block", rt >= 128 ? 1 : 4);
+      c.SetInt("vec", std::min(max_vec, 8));
+      if (HasAlgoChoice(p_.op)) c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
+      if (!per_row_) {
+        c.Set("cache", "regs");
+        c.Set("reg_cache", "32");
+      }
+      c.SetInt("split", rt == 1024 ? 8 : 1);
+      c.Set("split_mode", rt == 1024 ? "cluster" : "scratch");
+      c.Set("unroll", "2");
+      if (UsesExp(p_.op)) c.Set("fast_math", "0");
+      c.Set("grid", "oneshot");
+      seeds.push_back(Ordered(c));
+    }
+    return seeds;
+  }
+
+  absl::StatusOr<GeneratedKernel> Generate(const Config& c) const override {
+    if (std::string why = Check(c); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("config ", c.ToString(), ": ", why));
+    }
+    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int vec = c.GetInt("vec"), split = c.GetInt("split"), unroll = c.GetInt("unroll");
+    const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
+    const bool scratch = split > 1 && !cluster;
+    const bool two_pass = TwoPass(c);
+    const std::string cache = per_row_ ? "none" : c.Get("cache");
+    const int cache_code = cache == "smem" ? 1 : cache == "regs" ? 2 : 0;
+    const int cap = cache == "regs" ? c.GetInt("reg_cache") : 1;
+
+    std::string src = absl::StrCat("// kforge synth: ", RowOpName(p_.op), " rows, ", c.ToString(),
+                                   "\n");
+    src += DevicePreamble({.fast_math = c.GetInt("fast_math") == 1, .clusters = cluster});
+    absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype), " TI;\n",
+                    "typedef ", per_row_ && p_.op == RowOp::kArgmax ? "long long" : CudaType(p_.out_dtype), " TO;\n",
+                    "typedef ", CudaType(p_.weight_input >= 0 ? p_.weight_dtype : v1::FLOAT32), " TW;\n",
+                    "typedef ", CudaType(p_.bias_input >= 0 ? p_.bias_dtype : v1::FLOAT32), " TB;\n");
+    absl::StrAppend(&src, "#define KF_RT ", rt, "\n#define KF_RPB ", rpb, "\n#define KF_BLOCK ",
+                    rt * rpb, "\n#define KF_WARPS ", std::max(1, rt / 32), "\n#define KF_VEC ",
+                    vec, "\n#define KF_CACHE ", cache_code, "\n#define KF_CAP ", cap,
+                    "\n#define KF_SPLIT ", split, "\n#define KF_CLUSTER ", cluster ? 1 : 0,
+                    "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
+                    "\n#define KF_PER_ROW ", per_row_ ? 1 : 0, "\n");
+    src += GeometryCode(p_);
+    src += ContextCode(p_);
+    src += OpCode(p_, two_pass);
+    src += kRowEngine;
+    src += scratch ? kSplitEntries : kSingleEntry;
+
+    PlanSpec plan;
+    if (p_.op == RowOp::kGroupNorm) {
+      plan.let.push_back({"ROWS", absl::StrCat("in0_size0 * ", p_.groups)});
+      plan.let.push_back({"COLS", "in0_numel / max(ROWS, 1)"});
+    } else {
+      plan.let.push_back({"COLS", SizeProduct(0, p_.ndim - p_.row_dims, p_.ndim - 1)});
+      plan.let.push_back({"ROWS", "in0_numel / max(COLS, 1)"});
+    }
+    plan.let.push_back({"ROW_BLOCKS", absl::StrCat("max(1, ceil_div(ROWS, ", rpb, "))")});
+    plan.let.push_back({"CHUNK", absl::StrCat("ceil_div(ceil_div(COLS, ", split, "), ", vec, ") * ", vec)});
+    std::string grid_x = "ROW_BLOCKS";
+    if (c.Get("grid") == "stride") {
+      int regs = 40 + 2 * vec * unroll + cap;
+      const int per_sm = std::max(1, BlocksPerSm(gpu_, rt * rpb, SharedBytes(c), regs));
+      plan.let.push_back({"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", per_sm, ")")});
+      grid_x = "GRID_X";
+    }
+    std::string shared = "0";
+    if (cache == "smem") {
+      const int64_t static_bytes = SharedBytes(c) - int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
+      shared = absl::StrCat("min(", rpb, " * CHUNK * ", ElementSize(p_.in_dtype), ", ",
+                            gpu_.shared_bytes_per_block_optin - static_bytes, ")");
+    }
+    const std::vector<int> block = {rt * rpb, 1, 1};
+    if (scratch) {
+      plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false) > 8 ? 16 : StatBytes(p_.op, false));
+      plan.launches.push_back({"kf_rows_partial", {grid_x, std::to_string(split), "1"}, block, "0", {}});
+      plan.launches.push_back({"kf_rows_finish",
+                               {grid_x, per_row_ ? "1" : std::to_string(split), "1"}, block, "0", {}});
+    } else {
+      PlanLaunch launch{"kf_rows", {grid_x, std::to_string(split), "1"}, block, shared, {}};
+      if (cluster) launch.cluster = {1, split, 1};
+      plan.launches.push_back(launch);
+    }
+    plan.contiguous = true;
+    plan.alignment_bytes =
+        vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), per_row_ ? 0 : ElementSize(p_.out_dtype))
+                : 0;
+    return GeneratedKernel{std::move(src), PlanJson(plan)};
+  }
+
+ private:
+  bool TwoPass(const Config& c) const { return c.Get("algo") == "two_pass"; }
+
+  int64_t Chunk(const Config& c) const {
+    const int64_t split = std::max(1, c.GetInt("split"));
+    const int64_t vec = std::max(1, c.GetInt("vec"));
+    const int64_t per = (p_.cols + split - 1) / split;
+    return (per + vec - 1) / vec * vec;
+  }
+
+  // Puts a config's values in the space's parameter order.
+  Config Ordered(const Config& c) const {
+    std::vector<std::pair<std::string, std::string>> values;
+    for (const ParamDef& param : space_.params()) values.emplace_back(param.name, c.Get(param.name));
+    return Canonicalize(Config(std::move(values)));
+  }
+
+  RowProblem p_;
+  GpuModel gpu_;
+  bool per_row_;
+  ParamSpace space_;
+};
+
+}  // namespace
+
+bool RowOpWritesRows(RowOp op) {
+  return op == RowOp::kSum || op == RowOp::kMean || op == RowOp::kAmax || op == RowOp::kAmin ||
+         op == RowOp::kArgmax;
+}
+
+std::string RowOpName(RowOp op) {
+  switch (op) {
+    case RowOp::kSoftmax: return "softmax";
+    case RowOp::kLogSoftmax: return "log_softmax";
+    case RowOp::kLayerNorm: return "layer_norm";
+    case RowOp::kRmsNorm: return "rms_norm";
+    case RowOp::kGroupNorm: return "group_norm";
+    case RowOp::kSum: return "sum";
+    case RowOp::kMean: return "mean";
+    case RowOp::kAmax: return "amax";
+    case RowOp::kAmin: return "amin";
+    case RowOp::kArgmax: return "argmax";
+  }
+  return "?";
+}
+
+std::unique_ptr<KernelGenerator> MakeRowKernelGenerator(const RowProblem& problem,
+                                                        const GpuModel& gpu) {
+  return std::make_unique<RowKernelGenerator>(problem, gpu);
+}
+
+}  // namespace kforge::synth

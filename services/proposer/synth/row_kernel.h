@@ -1,0 +1,63 @@
+// RowKernelGenerator: the row engine behind the rowwise, group_norm, reduction (over
+// trailing dims) and global-pooling kernels. A "row" is a contiguous run of COLS elements;
+// each op folds a row into statistics (max+sum, Welford mean/M2, sum of squares, sum, max,
+// argmax...) and then writes either every element (softmax, norms) or one value per row
+// (reductions). Parameters: threads per row, rows per block, vector width, one-pass vs
+// two-pass, register / shared-memory row caching, splitting a row across blocks (scratch,
+// two launches) or across a thread-block cluster (distributed shared memory), unroll,
+// fast-math intrinsics, one-shot vs grid-stride grid.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kforge/v1/common.pb.h"
+#include "services/proposer/synth/family.h"
+
+namespace kforge::synth {
+
+enum class RowOp {
+  kSoftmax,
+  kLogSoftmax,
+  kLayerNorm,
+  kRmsNorm,
+  kGroupNorm,
+  kSum,
+  kMean,
+  kAmax,
+  kAmin,
+  kArgmax,
+};
+
+// What the row engine needs to know about one target.
+struct RowProblem {
+  RowOp op = RowOp::kSoftmax;
+  v1::DType in_dtype = v1::FLOAT32;
+  v1::DType out_dtype = v1::FLOAT32;
+  int weight_input = -1;  // index into KfArgs.inputs, -1 when absent
+  int bias_input = -1;
+  v1::DType weight_dtype = v1::FLOAT32;
+  v1::DType bias_dtype = v1::FLOAT32;
+  double eps = 0;
+  // Rows are the trailing `row_dims` dims of input 0 (ignored for group norm).
+  int row_dims = 1;
+  int ndim = 1;
+  int64_t groups = 1;  // group norm: num_groups
+  // The captured shape, for the prior and the checks only (never in the source).
+  int64_t rows = 1;
+  int64_t cols = 1;
+};
+
+bool RowOpWritesRows(RowOp op);  // one value per row (reductions) vs every element
+std::string RowOpName(RowOp op);
+
+// Device code of a reduction's statistics (sum, mean, amax, amin, argmax), shared by the row
+// engine and the column reduction: struct KfStat, kf_reduce_identity(),
+// kf_reduce_add(KfStat&, float x, kf_i64 index), kf_reduce_merge(a, b) and
+// kf_reduce_store(TO* out, kf_i64 index, const KfStat&, kf_i64 count). Needs typedef TO.
+std::string ReduceStatCode(RowOp op);
+
+std::unique_ptr<KernelGenerator> MakeRowKernelGenerator(const RowProblem& problem,
+                                                        const GpuModel& gpu);
+
+}  // namespace kforge::synth

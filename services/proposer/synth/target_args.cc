@@ -1,0 +1,225 @@
+// TargetArgs: argument and signature access for single-node targets.
+#include "services/proposer/synth/target_args.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+
+namespace kforge::synth {
+
+absl::StatusOr<TargetArgs> TargetArgs::Create(const v1::Target& target) {
+  if (target.nodes_size() != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "target has ", target.nodes_size(),
+        " nodes; the synthesizer covers single-op targets only (use an LLM proposer for "
+        "fused chains)"));
+  }
+  if (target.outputs_size() < 1) {
+    return absl::InvalidArgumentError("target has no outputs; re-capture the model");
+  }
+  return TargetArgs(&target);
+}
+
+std::string TargetArgs::OpName() const {
+  absl::string_view op = node().op();
+  if (absl::StartsWith(op, "aten::")) op.remove_prefix(6);
+  return std::string(op);
+}
+
+const v1::Argument* TargetArgs::Find(std::string_view name, int position) const {
+  const auto& args = node().args();
+  for (const v1::Argument& arg : args) {
+    if (arg.name() == name) return &arg;
+  }
+  // Captures that recorded no names keep schema order.
+  if (position >= 0 && position < args.size() && args[position].name().empty()) {
+    return &args[position];
+  }
+  return nullptr;
+}
+
+bool TargetArgs::IsNone(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr) return true;
+  return arg->kind_case() == v1::Argument::kScalar &&
+         (arg->scalar().value_case() == v1::ScalarValue::kNone ||
+          arg->scalar().value_case() == v1::ScalarValue::VALUE_NOT_SET);
+}
+
+std::optional<int> TargetArgs::InputIndex(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kTensor) return std::nullopt;
+  const auto& names = target_->input_names();
+  for (int i = 0; i < names.size(); ++i) {
+    if (names[i] == arg->tensor()) return i;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<int> TargetArgs::RequiredInput(std::string_view name, int position) const {
+  std::optional<int> index = InputIndex(name, position);
+  if (!index.has_value() || *index >= target_->inputs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        node().op(), ": tensor argument '", std::string(name),
+        "' is missing or not among the target's inputs; re-capture the model"));
+  }
+  return *index;
+}
+
+namespace {
+absl::Status Missing(const TargetArgs& args, std::string_view name, std::string_view kind) {
+  return absl::InvalidArgumentError(absl::StrCat(args.node().op(), ": argument '",
+                                                 std::string(name), "' is missing or not ",
+                                                 std::string(kind)));
+}
+}  // namespace
+
+absl::StatusOr<int64_t> TargetArgs::Int(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar) {
+    return Missing(*this, name, "an int");
+  }
+  const v1::ScalarValue& v = arg->scalar();
+  switch (v.value_case()) {
+    case v1::ScalarValue::kIntValue: return v.int_value();
+    case v1::ScalarValue::kBoolValue: return v.bool_value() ? 1 : 0;
+    case v1::ScalarValue::kIntList:
+      if (v.int_list().values_size() == 1) return v.int_list().values(0);
+      break;
+    default: break;
+  }
+  return Missing(*this, name, "an int");
+}
+
+absl::StatusOr<double> TargetArgs::Float(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar) {
+    return Missing(*this, name, "a number");
+  }
+  const v1::ScalarValue& v = arg->scalar();
+  switch (v.value_case()) {
+    case v1::ScalarValue::kFloatValue: return v.float_value();
+    case v1::ScalarValue::kIntValue: return static_cast<double>(v.int_value());
+    case v1::ScalarValue::kBoolValue: return v.bool_value() ? 1.0 : 0.0;
+    default: break;
+  }
+  return Missing(*this, name, "a number");
+}
+
+absl::StatusOr<bool> TargetArgs::Bool(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar) {
+    return Missing(*this, name, "a bool");
+  }
+  const v1::ScalarValue& v = arg->scalar();
+  if (v.value_case() == v1::ScalarValue::kBoolValue) return v.bool_value();
+  if (v.value_case() == v1::ScalarValue::kIntValue) return v.int_value() != 0;
+  return Missing(*this, name, "a bool");
+}
+
+absl::StatusOr<std::string> TargetArgs::String(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar ||
+      arg->scalar().value_case() != v1::ScalarValue::kStringValue) {
+    return Missing(*this, name, "a string");
+  }
+  return arg->scalar().string_value();
+}
+
+absl::StatusOr<std::vector<int64_t>> TargetArgs::IntList(std::string_view name,
+                                                         int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar) {
+    return Missing(*this, name, "an int list");
+  }
+  const v1::ScalarValue& v = arg->scalar();
+  if (v.value_case() == v1::ScalarValue::kIntList) {
+    return std::vector<int64_t>(v.int_list().values().begin(), v.int_list().values().end());
+  }
+  if (v.value_case() == v1::ScalarValue::kIntValue) return std::vector<int64_t>{v.int_value()};
+  return Missing(*this, name, "an int list");
+}
+
+bool IsContiguous(const v1::TensorSignature& sig) {
+  if (sig.strides_size() != 0 && sig.strides_size() != sig.sizes_size()) return false;
+  if (sig.strides_size() == 0) return true;  // captured without strides: dense by convention
+  int64_t expected = 1;
+  for (int d = sig.sizes_size() - 1; d >= 0; --d) {
+    if (sig.sizes(d) != 1 && sig.strides(d) != expected) return false;
+    expected *= sig.sizes(d);
+  }
+  return true;
+}
+
+int64_t Numel(const v1::TensorSignature& sig) {
+  int64_t n = 1;
+  for (int64_t s : sig.sizes()) n *= s;
+  return n;
+}
+
+bool IsFloatType(v1::DType dtype) {
+  return dtype == v1::FLOAT32 || dtype == v1::FLOAT16 || dtype == v1::BFLOAT16;
+}
+
+int ElementSize(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT32: case v1::INT32: return 4;
+    case v1::FLOAT16: case v1::BFLOAT16: case v1::INT16: return 2;
+    case v1::FLOAT64: case v1::INT64: return 8;
+    case v1::INT8: case v1::UINT8: case v1::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+std::string CudaType(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT32: return "float";
+    case v1::FLOAT16: return "__half";
+    case v1::BFLOAT16: return "__nv_bfloat16";
+    case v1::FLOAT64: return "double";
+    case v1::INT64: return "long long";
+    case v1::INT32: return "int";
+    default: return "unsigned char";
+  }
+}
+
+std::string DTypeName(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT32: return "float32";
+    case v1::FLOAT16: return "float16";
+    case v1::BFLOAT16: return "bfloat16";
+    default: return v1::DType_Name(dtype);
+  }
+}
+
+absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what) {
+  if (!IsFloatType(sig.dtype())) {
+    return absl::UnimplementedError(absl::StrCat(
+        std::string(what), " has dtype ", DTypeName(sig.dtype()),
+        "; the synthesizer covers float32, float16 and bfloat16"));
+  }
+  if (!IsContiguous(sig)) {
+    return absl::UnimplementedError(absl::StrCat(
+        std::string(what), " is not contiguous (sizes [", absl::StrJoin(sig.sizes(), ","), "], strides [",
+        absl::StrJoin(sig.strides(), ","),
+        "]); the synthesizer covers contiguous tensors only"));
+  }
+  if (!sig.device().empty() && !absl::StartsWith(sig.device(), "cuda")) {
+    return absl::UnimplementedError(
+        absl::StrCat(std::string(what), " lives on ", sig.device(), "; kernels read CUDA tensors only"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> NormalizeDim(int64_t dim, int ndim) {
+  const int64_t wrapped = dim < 0 ? dim + std::max(ndim, 1) : dim;
+  if (wrapped < 0 || wrapped >= std::max(ndim, 1)) {
+    return absl::OutOfRangeError(
+        absl::StrCat("dim ", dim, " is out of range for a ", ndim, "-d tensor"));
+  }
+  return static_cast<int>(wrapped);
+}
+
+}  // namespace kforge::synth

@@ -1,0 +1,68 @@
+// TargetArgs: what a family reads from a single-node Target — arguments by schema name,
+// tensor signatures of its inputs, dtypes and contiguity — with refusals that say why.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kforge/v1/common.pb.h"
+
+namespace kforge::synth {
+
+class TargetArgs {
+ public:
+  // Refuses a target that is not exactly one node (fusion targets have no family yet).
+  static absl::StatusOr<TargetArgs> Create(const v1::Target& target);
+
+  const v1::Target& target() const { return *target_; }
+  const v1::SubgraphNode& node() const { return target_->nodes(0); }
+  // "aten::softmax" -> "softmax".
+  std::string OpName() const;
+
+  // The argument named `name` (or, when the capture left names empty, the one at schema
+  // position `position`); nullptr when absent.
+  const v1::Argument* Find(std::string_view name, int position) const;
+  // Whether the argument is absent or an explicit None.
+  bool IsNone(std::string_view name, int position) const;
+
+  // Index into target.inputs of a tensor argument; nullopt when absent/None.
+  std::optional<int> InputIndex(std::string_view name, int position) const;
+  absl::StatusOr<int> RequiredInput(std::string_view name, int position) const;
+
+  absl::StatusOr<int64_t> Int(std::string_view name, int position) const;
+  absl::StatusOr<double> Float(std::string_view name, int position) const;
+  absl::StatusOr<bool> Bool(std::string_view name, int position) const;
+  absl::StatusOr<std::string> String(std::string_view name, int position) const;
+  // An int list; a single int is read as a one-element list (int[1] args).
+  absl::StatusOr<std::vector<int64_t>> IntList(std::string_view name, int position) const;
+
+  const v1::TensorSignature& input(int i) const { return target_->inputs(i); }
+  const v1::TensorSignature& output(int j) const { return target_->outputs(j); }
+  int num_inputs() const { return target_->inputs_size(); }
+  int num_outputs() const { return target_->outputs_size(); }
+
+ private:
+  explicit TargetArgs(const v1::Target* target) : target_(target) {}
+  const v1::Target* target_;
+};
+
+// Dense row-major strides (size-1 dims may have any stride).
+bool IsContiguous(const v1::TensorSignature& sig);
+int64_t Numel(const v1::TensorSignature& sig);
+// float, float16 and bfloat16: the element types every family covers.
+bool IsFloatType(v1::DType dtype);
+// Element size in bytes (0 for DTYPE_UNSPECIFIED).
+int ElementSize(v1::DType dtype);
+// CUDA type name: "float", "__half", "__nv_bfloat16", "long long", ...
+std::string CudaType(v1::DType dtype);
+std::string DTypeName(v1::DType dtype);
+// Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
+absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
+// Normalizes a possibly negative dim against `ndim`; OutOfRange when outside.
+absl::StatusOr<int> NormalizeDim(int64_t dim, int ndim);
+
+}  // namespace kforge::synth

@@ -1,0 +1,1025 @@
+// CudaEvaluationBackend: validation and timing of one candidate on one GPU, through the CUDA
+// driver API (module load, cuLaunchKernelEx) and LibTorch (inputs, reference, eager), both
+// on the device's primary context and on torch's current stream.
+#include "services/worker/evaluator_cuda_backend.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/cuda/CUDAGraph.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/digest.h"
+#include "common/kforge_device.h"
+#include "common/launch_plan.h"
+#include "common/tensor_io.h"
+#include "services/worker/evaluator_guards.h"
+#include "services/worker/evaluator_stats.h"
+#include "services/worker/evaluator.h"
+#include "services/worker/reference.h"
+#include "services/worker/reference_compare.h"
+#include "services/worker/reference_inputs.h"
+
+namespace kforge {
+namespace {
+
+constexpr int64_t kDefaultSharedLimit = 48 * 1024;
+constexpr double kLaunchBoundSeconds = 20e-6;  // below this median, time CUDA-graph replays
+constexpr int kGraphLaunches = 20;              // launches captured per graph
+
+std::string CuName(CUresult r) {
+  const char* name = nullptr;
+  if (cuGetErrorName(r, &name) != CUDA_SUCCESS || name == nullptr) {
+    return absl::StrCat("CUresult ", static_cast<int>(r));
+  }
+  return name;
+}
+
+std::string CuDescribe(CUresult r) {
+  const char* text = nullptr;
+  std::string name = CuName(r);
+  if (cuGetErrorString(r, &text) != CUDA_SUCCESS || text == nullptr) return name;
+  return absl::StrCat(name, " (", text, ")");
+}
+
+absl::Status CuStatus(CUresult r, std::string_view what) {
+  return absl::InternalError(absl::StrCat(what, ": ", CuDescribe(r)));
+}
+
+#define KF_CU_RETURN(expr)                                            \
+  do {                                                                \
+    if (CUresult kf_cu_ = (expr); kf_cu_ != CUDA_SUCCESS) {           \
+      return CuStatus(kf_cu_, #expr);                                 \
+    }                                                                 \
+  } while (0)
+
+// A failure of the candidate: the verdict and what the next proposal and the UI need.
+struct Failure {
+  v1::Verdict verdict;
+  v1::Diagnostics diagnostics;
+};
+
+Failure Fail(v1::Verdict verdict, std::string message) {
+  Failure f{verdict, {}};
+  f.diagnostics.set_message(std::move(message));
+  return f;
+}
+
+std::string Excerpt(const std::string& text, size_t bytes = 4096) {
+  return text.size() <= bytes ? text : text.substr(0, bytes);
+}
+
+int64_t StorageBytes(at::IntArrayRef sizes, at::IntArrayRef strides, int64_t itemsize) {
+  int64_t extent = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return 0;
+    extent += (sizes[d] - 1) * strides[d];
+  }
+  return extent * itemsize;
+}
+
+// Dense strides of `t` when it is dense, else contiguous ones (an expanded eager output).
+std::vector<int64_t> DenseStrides(const at::Tensor& t) {
+  if (t.is_non_overlapping_and_dense()) return t.strides().vec();
+  std::vector<int64_t> strides(t.dim(), 1);
+  for (int64_t d = t.dim() - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * std::max<int64_t>(t.size(d + 1), 1);
+  }
+  return strides;
+}
+
+v1::TensorSignature SignatureOf(const at::Tensor& t) {
+  v1::TensorSignature sig;
+  for (int64_t s : t.sizes()) sig.add_sizes(s);
+  for (int64_t s : t.strides()) sig.add_strides(s);
+  sig.set_dtype(ToProtoDType(t.scalar_type()));
+  sig.set_device(t.device().str());
+  return sig;
+}
+
+KfTensor ToKfTensor(const at::Tensor& t) {
+  KfTensor k;
+  std::memset(&k, 0, sizeof(k));
+  k.data = t.data_ptr();
+  k.numel = t.numel();
+  k.ndim = static_cast<int>(t.dim());
+  k.dtype = static_cast<int>(ToProtoDType(t.scalar_type()));
+  for (int d = 0; d < KF_MAX_DIMS; ++d) {
+    k.sizes[d] = d < t.dim() ? t.size(d) : 1;
+    k.strides[d] = d < t.dim() ? t.stride(d) : 0;
+  }
+  return k;
+}
+
+// A buffer the kernel sees, with canaries right before and right after its bytes.
+struct GuardedBuffer {
+  std::string label;  // "input 0", "output 1", "scratch"
+  at::Tensor storage;  // uint8: canary | payload | canary
+  at::Tensor view;     // the payload as the kernel's tensor
+  int64_t payload_bytes = 0;
+  uint64_t seed = 0;
+
+  at::Tensor Payload() const { return storage.narrow(0, kCanaryBytes, payload_bytes); }
+};
+
+GuardedBuffer MakeGuarded(std::string label, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::ScalarType dtype, uint64_t seed) {
+  GuardedBuffer b;
+  b.label = std::move(label);
+  b.seed = seed;
+  b.payload_bytes = StorageBytes(sizes, strides, c10::elementSize(dtype));
+  const int64_t total = 2 * static_cast<int64_t>(kCanaryBytes) + b.payload_bytes;
+  b.storage = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  std::vector<uint8_t> front(kCanaryBytes), back(kCanaryBytes);
+  FillCanary(front.data(), front.size(), seed * 2);
+  FillCanary(back.data(), back.size(), seed * 2 + 1);
+  const auto cpu_bytes = at::TensorOptions().dtype(at::kByte);
+  b.storage.narrow(0, 0, kCanaryBytes)
+      .copy_(at::from_blob(front.data(), {static_cast<int64_t>(kCanaryBytes)}, cpu_bytes));
+  b.storage.narrow(0, kCanaryBytes + b.payload_bytes, kCanaryBytes)
+      .copy_(at::from_blob(back.data(), {static_cast<int64_t>(kCanaryBytes)}, cpu_bytes));
+  b.view = at::from_blob(b.storage.data_ptr<uint8_t>() + kCanaryBytes, sizes, strides,
+                         [](void*) {}, at::TensorOptions().dtype(dtype).device(at::kCUDA));
+  return b;
+}
+
+// "" when both canaries of `b` are intact, else what was overwritten.
+std::string CanaryDamage(const GuardedBuffer& b) {
+  at::Tensor front = b.storage.narrow(0, 0, kCanaryBytes).cpu();
+  at::Tensor back = b.storage.narrow(0, kCanaryBytes + b.payload_bytes, kCanaryBytes).cpu();
+  int64_t f = FindCanaryDamage(front.data_ptr<uint8_t>(), kCanaryBytes, b.seed * 2);
+  if (f >= 0) {
+    return absl::StrFormat("the kernel wrote %d bytes before the start of %s",
+                           static_cast<int64_t>(kCanaryBytes) - f, b.label);
+  }
+  int64_t k = FindCanaryDamage(back.data_ptr<uint8_t>(), kCanaryBytes, b.seed * 2 + 1);
+  if (k >= 0) {
+    return absl::StrFormat("the kernel wrote past the end of %s (%d bytes; first damaged byte "
+                           "at offset %d after its last byte)",
+                           b.label, b.payload_bytes, k);
+  }
+  return "";
+}
+
+std::string HashBytes(const at::Tensor& bytes) {
+  at::Tensor host = bytes.cpu().contiguous();
+  return Sha256Hex(std::string_view(reinterpret_cast<const char*>(host.data_ptr<uint8_t>()),
+                                    static_cast<size_t>(host.numel())));
+}
+
+// An error the stream reported after the candidate's launches, as a verdict.
+Failure ClassifyFault(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+      return Fail(v1::OUT_OF_BOUNDS,
+                  "the kernel accessed memory outside any allocation (" + CuDescribe(r) + ")");
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      return Fail(v1::TIMEOUT, "the kernel ran into the watchdog (" + CuDescribe(r) + ")");
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    case CUDA_ERROR_INVALID_VALUE:
+      return Fail(v1::LAUNCH_ERROR, "the launch was refused (" + CuDescribe(r) + ")");
+    default:
+      // __trap(), assert(), illegal or misaligned instructions, stack overflow, ...
+      return Fail(v1::CRASH, "the kernel faulted (" + CuDescribe(r) + ")");
+  }
+}
+
+class CudaEvaluationBackend : public EvaluationBackend {
+ public:
+  explicit CudaEvaluationBackend(int reported_index) : reported_index_(reported_index) {}
+
+  absl::StatusOr<v1::GpuInfo> Start() override;
+  v1::EvaluationResult Evaluate(const worker::EvaluateJob& job, bool* context_lost) override;
+
+ private:
+  friend class CandidateEvaluation;
+
+  CUstream stream() const { return c10::cuda::getCurrentCUDAStream().stream(); }
+  absl::Status MeasureCopyBandwidth();
+  // True when the context is still usable after an error.
+  bool ContextHealthy() { return cuCtxSynchronize() == CUDA_SUCCESS; }
+
+  int reported_index_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  v1::GpuInfo info_;
+  at::Tensor l2_flush_;  // written before every timed rep to evict the candidate's data
+  uint32_t flush_value_ = 0;
+};
+
+absl::StatusOr<v1::GpuInfo> CudaEvaluationBackend::Start() {
+  CUresult r = cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kNoGpuMessage, " (cuInit: ", CuDescribe(r), ")"));
+  }
+  int count = 0;
+  KF_CU_RETURN(cuDeviceGetCount(&count));
+  if (count < 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kNoGpuMessage, " (no device visible; CUDA_VISIBLE_DEVICES=",
+                     std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES")
+                                                         : "unset",
+                     ")"));
+  }
+  KF_CU_RETURN(cuDeviceGet(&device_, 0));
+  // LibTorch's runtime uses the primary context; retaining it here makes the driver calls
+  // below and torch's allocations live in one context.
+  KF_CU_RETURN(cuDevicePrimaryCtxRetain(&context_, device_));
+  KF_CU_RETURN(cuCtxSetCurrent(context_));
+  try {
+    c10::cuda::set_device(0);
+    // A stream of our own: graph capture cannot run on the legacy default stream.
+    c10::cuda::setCurrentCUDAStream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, 0));
+    at::empty({1}, at::TensorOptions().device(at::kCUDA)).zero_();
+  } catch (const c10::Error& e) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("LibTorch cannot use the GPU: ", e.what_without_backtrace()));
+  }
+  CUcontext current = nullptr;
+  KF_CU_RETURN(cuCtxGetCurrent(&current));
+  if (current != context_) {
+    return absl::InternalError(
+        "LibTorch made a context other than the device's primary context current; the driver "
+        "API and torch must share one context");
+  }
+
+  char name[256] = {0};
+  KF_CU_RETURN(cuDeviceGetName(name, sizeof(name) - 1, device_));
+  int major = 0, minor = 0, sms = 0, l2 = 0, smem_optin = 0;
+  KF_CU_RETURN(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_));
+  KF_CU_RETURN(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_));
+  KF_CU_RETURN(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_));
+  KF_CU_RETURN(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device_));
+  KF_CU_RETURN(cuDeviceGetAttribute(
+      &smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device_));
+  size_t memory = 0;
+  KF_CU_RETURN(cuDeviceTotalMem(&memory, device_));
+  info_.set_name(name);
+  info_.set_arch(absl::StrCat("sm_", major, minor));
+  info_.set_sm_count(sms);
+  info_.set_memory_bytes(static_cast<int64_t>(memory));
+  info_.set_l2_bytes(l2);
+  info_.set_shared_memory_per_block_optin(smem_optin);
+  info_.set_index(reported_index_);
+  try {
+    int64_t flush_bytes = std::max<int64_t>(2 * static_cast<int64_t>(l2), 8 << 20);
+    l2_flush_ = at::empty({flush_bytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  } catch (const c10::Error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate the L2 flush buffer: ", e.what_without_backtrace()));
+  }
+  KF_RETURN_IF_ERROR(MeasureCopyBandwidth());
+  return info_;
+}
+
+absl::Status CudaEvaluationBackend::MeasureCopyBandwidth() {
+  constexpr int64_t kBytes = int64_t{1} << 30;
+  at::Tensor src, dst;
+  try {
+    auto opts = at::TensorOptions().dtype(at::kByte).device(at::kCUDA);
+    src = at::empty({kBytes}, opts);
+    dst = at::empty({kBytes}, opts);
+    src.fill_(1);
+  } catch (const c10::Error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate 2 GiB to measure copy bandwidth: ", e.what_without_backtrace()));
+  }
+  CUstream s = stream();
+  auto from = reinterpret_cast<CUdeviceptr>(src.data_ptr());
+  auto to = reinterpret_cast<CUdeviceptr>(dst.data_ptr());
+  KF_CU_RETURN(cuMemcpyDtoDAsync(to, from, kBytes, s));  // warm-up
+  std::vector<double> seconds;
+  for (int i = 0; i < 5; ++i) {
+    CUevent start = nullptr, end = nullptr;
+    KF_CU_RETURN(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    KF_CU_RETURN(cuEventCreate(&end, CU_EVENT_DEFAULT));
+    KF_CU_RETURN(cuEventRecord(start, s));
+    KF_CU_RETURN(cuMemcpyDtoDAsync(to, from, kBytes, s));
+    KF_CU_RETURN(cuEventRecord(end, s));
+    KF_CU_RETURN(cuEventSynchronize(end));
+    float ms = 0;
+    KF_CU_RETURN(cuEventElapsedTime(&ms, start, end));
+    KF_CU_RETURN(cuEventDestroy(start));
+    KF_CU_RETURN(cuEventDestroy(end));
+    seconds.push_back(ms * 1e-3);
+  }
+  double median = Median(seconds);
+  // A copy reads and writes every byte.
+  info_.set_copy_bandwidth_bytes_per_s(median > 0 ? 2.0 * static_cast<double>(kBytes) / median
+                                                  : 0);
+  return absl::OkStatus();
+}
+
+// One candidate's evaluation: module, validation over every input set, timing.
+class CandidateEvaluation {
+ public:
+  CandidateEvaluation(CudaEvaluationBackend& gpu, const worker::EvaluateJob& job)
+      : gpu_(gpu), job_(job), request_(job.request()), target_(request_.target()) {}
+  ~CandidateEvaluation() {
+    if (module_ != nullptr && !context_lost_) cuModuleUnload(module_);
+  }
+
+  v1::EvaluationResult Run();
+  bool context_lost() const { return context_lost_; }
+
+ private:
+  // Everything the kernel needs for one input set.
+  struct Bound {
+    ResolvedPlan plan;
+    KfArgs args;
+  };
+
+  std::optional<Failure> Prepare();
+  std::optional<Failure> LoadModule();
+  std::optional<Failure> Resolve(const std::vector<at::Tensor>& inputs,
+                                 const std::vector<at::Tensor>& outputs, int64_t* scratch_bytes,
+                                 ResolvedPlan* plan);
+  std::optional<Failure> FillArgs(const std::vector<at::Tensor>& inputs,
+                                  const std::vector<at::Tensor>& outputs,
+                                  const at::Tensor& scratch, KfArgs* args);
+  // Launches every launch of `plan` on the current stream; a refused launch is LAUNCH_ERROR.
+  std::optional<Failure> Launch(const ResolvedPlan& plan, KfArgs& args);
+  // Synchronizes the stream; a fault is classified and marks a sticky error.
+  std::optional<Failure> Sync();
+  std::optional<Failure> ValidateSet(const std::string& set_name,
+                                     const std::vector<at::Tensor>& inputs, int runs);
+  std::optional<Failure> Time(const std::vector<at::Tensor>& inputs, v1::EvaluationResult* out);
+
+  CudaEvaluationBackend& gpu_;
+  const worker::EvaluateJob& job_;
+  const v1::EvaluateRequest& request_;
+  const v1::Target& target_;
+  std::optional<ReferenceRunner> runner_;
+  std::optional<LaunchPlan> plan_;
+  CUmodule module_ = nullptr;
+  std::map<std::string, CUfunction> functions_;
+  std::vector<at::Tensor> captured_;  // on the GPU, target.input_names order
+  int random_sets_ = 3;
+  double eager_factor_ = 4;
+  bool context_lost_ = false;
+  uint64_t next_seed_ = 1;
+};
+
+std::optional<Failure> CandidateEvaluation::Prepare() {
+  const v1::ValidationPolicy& policy = request_.policy();
+  random_sets_ = std::max(3, policy.random_input_sets());
+  eager_factor_ = policy.eager_error_factor() > 0 ? policy.eager_error_factor() : 4.0;
+
+  absl::StatusOr<ReferenceRunner> runner = ReferenceRunner::Create(target_);
+  if (!runner.ok()) {
+    return Fail(v1::NOT_EVALUATED,
+                absl::StrCat("the target cannot be run as a reference: ",
+                             runner.status().message()));
+  }
+  runner_.emplace(*std::move(runner));
+  if (runner_->scalar_args().ints.size() > KF_MAX_INT_ARGS ||
+      runner_->scalar_args().floats.size() > KF_MAX_FLOAT_ARGS) {
+    return Fail(v1::NOT_EVALUATED,
+                absl::StrFormat("the target has %d int and %d float scalar arguments; the "
+                                "kernel ABI holds %d and %d",
+                                runner_->scalar_args().ints.size(),
+                                runner_->scalar_args().floats.size(), KF_MAX_INT_ARGS,
+                                KF_MAX_FLOAT_ARGS));
+  }
+
+  absl::StatusOr<std::vector<NamedTensor>> parsed = ParseTensors(
+      job_.captured_inputs(), absl::StrCat("captured inputs of target ", target_.id()));
+  if (!parsed.ok()) return Fail(v1::NOT_EVALUATED, std::string(parsed.status().message()));
+  const int n = target_.input_names_size();
+  std::map<std::string, at::Tensor> by_name;
+  for (const NamedTensor& t : *parsed) by_name[t.name] = t.tensor;
+  bool named = true;
+  for (const std::string& name : target_.input_names()) named = named && by_name.count(name);
+  if (!named && static_cast<int>(parsed->size()) != n) {
+    return Fail(v1::NOT_EVALUATED,
+                absl::StrFormat("the captured inputs hold %d tensors but target %s has %d "
+                                "inputs; re-capture the target",
+                                parsed->size(), target_.id(), n));
+  }
+  if (n > KF_MAX_INPUTS || target_.output_names_size() > KF_MAX_OUTPUTS) {
+    return Fail(v1::NOT_EVALUATED,
+                absl::StrFormat("the target has %d inputs and %d outputs; the kernel ABI "
+                                "holds %d and %d",
+                                n, target_.output_names_size(), KF_MAX_INPUTS, KF_MAX_OUTPUTS));
+  }
+  for (int i = 0; i < n; ++i) {
+    at::Tensor t = named ? by_name[target_.input_names(i)] : (*parsed)[i].tensor;
+    if (!t.defined() || t.dim() > KF_MAX_DIMS ||
+        ToProtoDType(t.scalar_type()) == v1::DTYPE_UNSPECIFIED) {
+      return Fail(v1::NOT_EVALUATED,
+                  absl::StrFormat("captured input %d ('%s') is undefined, has more than %d "
+                                  "dimensions or a dtype the kernel ABI lacks",
+                                  i, target_.input_names(i), KF_MAX_DIMS));
+    }
+    // Keep the captured layout: strides are part of the signature the kernel sees.
+    at::Tensor gpu = at::empty_strided(t.sizes(), t.strides(),
+                                       t.options().device(at::kCUDA));
+    gpu.copy_(t);
+    captured_.push_back(gpu);
+  }
+
+  absl::StatusOr<LaunchPlan> plan = LaunchPlan::Parse(request_.candidate().launch_plan_json());
+  if (!plan.ok()) return Fail(v1::LAUNCH_ERROR, std::string(plan.status().message()));
+  plan_.emplace(*std::move(plan));
+  return LoadModule();
+}
+
+std::optional<Failure> CandidateEvaluation::LoadModule() {
+  const std::string& cubin = job_.compiled().cubin();
+  CUresult r = cuModuleLoadData(&module_, cubin.data());
+  if (r != CUDA_SUCCESS) {
+    module_ = nullptr;
+    return Fail(v1::LAUNCH_ERROR,
+                absl::StrCat("the driver cannot load the compiled cubin (arch ",
+                             job_.compiled().arch(), " on a ", gpu_.info_.arch(), " GPU): ",
+                             CuDescribe(r)));
+  }
+  for (const std::string& entry : plan_->EntryPoints()) {
+    CUfunction f = nullptr;
+    r = cuModuleGetFunction(&f, module_, entry.c_str());
+    if (r != CUDA_SUCCESS) {
+      return Fail(v1::LAUNCH_ERROR,
+                  absl::StrCat("the launch plan names entry point '", entry,
+                               "', which the cubin lacks (", CuName(r),
+                               "); declare it extern \"C\" __global__"));
+    }
+    functions_[entry] = f;
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> CandidateEvaluation::Resolve(const std::vector<at::Tensor>& inputs,
+                                                    const std::vector<at::Tensor>& outputs,
+                                                    int64_t* scratch_bytes, ResolvedPlan* plan) {
+  std::vector<v1::TensorSignature> in_sigs, out_sigs;
+  for (const at::Tensor& t : inputs) in_sigs.push_back(SignatureOf(t));
+  for (const at::Tensor& t : outputs) out_sigs.push_back(SignatureOf(t));
+  SymbolTable symbols =
+      BindSymbols(in_sigs, out_sigs, runner_->scalar_args().ints, gpu_.info_.sm_count());
+  absl::StatusOr<ResolvedPlan> resolved = plan_->Resolve(symbols);
+  if (!resolved.ok()) {
+    return Fail(v1::LAUNCH_ERROR, absl::StrCat("the launch plan does not resolve: ",
+                                               resolved.status().message()));
+  }
+  for (const ResolvedLaunch& launch : resolved->launches) {
+    if (launch.shared_bytes > gpu_.info_.shared_memory_per_block_optin()) {
+      return Fail(v1::LAUNCH_ERROR,
+                  absl::StrFormat("launch of %s asks for %d bytes of dynamic shared memory; "
+                                  "this GPU allows %d per block",
+                                  launch.entry, launch.shared_bytes,
+                                  gpu_.info_.shared_memory_per_block_optin()));
+    }
+    CUfunction f = functions_.at(launch.entry);
+    // Over 48 KiB of dynamic shared memory must be opted into per function. Done here, not
+    // at launch, so no such call happens during graph capture.
+    if (launch.shared_bytes > kDefaultSharedLimit) {
+      CUresult r = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      static_cast<int>(launch.shared_bytes));
+      if (r != CUDA_SUCCESS) {
+        return Fail(v1::LAUNCH_ERROR,
+                    absl::StrCat("cannot allow ", launch.shared_bytes,
+                                 " bytes of dynamic shared memory for ", launch.entry, ": ",
+                                 CuDescribe(r)));
+      }
+    }
+    if (launch.cluster && launch.cluster->Product() > 8) {
+      CUresult r = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      if (r != CUDA_SUCCESS) {
+        return Fail(v1::LAUNCH_ERROR,
+                    absl::StrCat("cluster of ", launch.cluster->Product(), " blocks for ",
+                                 launch.entry, " refused: ", CuDescribe(r)));
+      }
+    }
+  }
+  *scratch_bytes = resolved->scratch_bytes;
+  *plan = *std::move(resolved);
+  return std::nullopt;
+}
+
+std::optional<Failure> CandidateEvaluation::FillArgs(const std::vector<at::Tensor>& inputs,
+                                                     const std::vector<at::Tensor>& outputs,
+                                                     const at::Tensor& scratch, KfArgs* args) {
+  std::memset(args, 0, sizeof(*args));
+  for (size_t i = 0; i < inputs.size(); ++i) args->inputs[i] = ToKfTensor(inputs[i]);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (outputs[j].dim() > KF_MAX_DIMS) {
+      return Fail(v1::NOT_EVALUATED,
+                  absl::StrFormat("output %d has %d dimensions; the kernel ABI holds %d", j,
+                                  outputs[j].dim(), KF_MAX_DIMS));
+    }
+    args->outputs[j] = ToKfTensor(outputs[j]);
+  }
+  args->scratch = ToKfTensor(scratch);
+  args->scratch.dtype = KF_UINT8;
+  const ScalarArgs& scalars = runner_->scalar_args();
+  for (size_t k = 0; k < scalars.ints.size(); ++k) args->int_args[k] = scalars.ints[k];
+  for (size_t k = 0; k < scalars.floats.size(); ++k) args->float_args[k] = scalars.floats[k];
+  args->num_inputs = static_cast<int>(inputs.size());
+  args->num_outputs = static_cast<int>(outputs.size());
+  args->num_int_args = static_cast<int>(scalars.ints.size());
+  args->num_float_args = static_cast<int>(scalars.floats.size());
+  return std::nullopt;
+}
+
+std::optional<Failure> CandidateEvaluation::Launch(const ResolvedPlan& plan, KfArgs& args) {
+  CUstream s = gpu_.stream();
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const ResolvedLaunch& launch = plan.launches[i];
+    CUlaunchConfig config;
+    std::memset(&config, 0, sizeof(config));
+    config.gridDimX = static_cast<unsigned>(launch.grid.x);
+    config.gridDimY = static_cast<unsigned>(launch.grid.y);
+    config.gridDimZ = static_cast<unsigned>(launch.grid.z);
+    config.blockDimX = static_cast<unsigned>(launch.block.x);
+    config.blockDimY = static_cast<unsigned>(launch.block.y);
+    config.blockDimZ = static_cast<unsigned>(launch.block.z);
+    config.sharedMemBytes = static_cast<unsigned>(launch.shared_bytes);
+    config.hStream = s;
+    CUlaunchAttribute cluster;
+    std::memset(&cluster, 0, sizeof(cluster));
+    if (launch.cluster) {
+      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      cluster.value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
+      cluster.value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
+      cluster.value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+    }
+    void* params[] = {&args};
+    CUresult r = cuLaunchKernelEx(&config, functions_.at(launch.entry), params, nullptr);
+    if (r != CUDA_SUCCESS) {
+      if (!gpu_.ContextHealthy()) context_lost_ = true;
+      return Fail(v1::LAUNCH_ERROR,
+                  absl::StrFormat("launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of "
+                                  "shared memory) was refused: %s",
+                                  i, launch.entry, launch.grid.x, launch.grid.y, launch.grid.z,
+                                  launch.block.x, launch.block.y, launch.block.z,
+                                  launch.shared_bytes, CuDescribe(r)));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> CandidateEvaluation::Sync() {
+  CUresult r = cuStreamSynchronize(gpu_.stream());
+  if (r == CUDA_SUCCESS) return std::nullopt;
+  if (!gpu_.ContextHealthy()) context_lost_ = true;
+  return ClassifyFault(r);
+}
+
+std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_name,
+                                                        const std::vector<at::Tensor>& inputs,
+                                                        int runs) {
+  auto tag = [&](Failure f) {
+    f.diagnostics.set_input_set(set_name);
+    return f;
+  };
+  // Reference (float64) and eager (native) on the pristine inputs, before the kernel runs.
+  absl::StatusOr<std::vector<at::Tensor>> reference =
+      runner_->Run(inputs, ReferenceRunner::Precision::kFloat64);
+  absl::StatusOr<std::vector<at::Tensor>> eager =
+      runner_->Run(inputs, ReferenceRunner::Precision::kNative);
+  if (!reference.ok() || !eager.ok()) {
+    const absl::Status& bad = reference.ok() ? eager.status() : reference.status();
+    return tag(Fail(v1::NOT_EVALUATED,
+                    absl::StrCat("PyTorch cannot run the target on input set ", set_name, ": ",
+                                 bad.message())));
+  }
+  std::vector<ErrorStats> eager_error;
+  for (size_t j = 0; j < eager->size(); ++j) {
+    eager_error.push_back(MeasureError((*eager)[j], (*reference)[j],
+                                       DtypeTolerance((*eager)[j].scalar_type())));
+  }
+
+  // Guarded copies of the inputs, guarded outputs shaped like eager's, guarded scratch.
+  std::vector<GuardedBuffer> in_bufs, out_bufs;
+  std::vector<at::Tensor> in_views, out_views;
+  std::vector<std::string> in_hashes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    GuardedBuffer b = MakeGuarded(absl::StrCat("input ", i), inputs[i].sizes(),
+                                  inputs[i].strides(), inputs[i].scalar_type(), next_seed_++);
+    b.view.copy_(inputs[i]);
+    in_hashes.push_back(HashBytes(b.Payload()));
+    in_views.push_back(b.view);
+    in_bufs.push_back(std::move(b));
+  }
+  for (size_t j = 0; j < eager->size(); ++j) {
+    const at::Tensor& e = (*eager)[j];
+    GuardedBuffer b = MakeGuarded(absl::StrCat("output ", j), e.sizes(), DenseStrides(e),
+                                  e.scalar_type(), next_seed_++);
+    out_views.push_back(b.view);
+    out_bufs.push_back(std::move(b));
+  }
+  ResolvedPlan plan;
+  int64_t scratch_bytes = 0;
+  if (auto f = Resolve(in_views, out_views, &scratch_bytes, &plan)) return tag(*f);
+  GuardedBuffer scratch =
+      MakeGuarded("scratch", {scratch_bytes}, {1}, at::kByte, next_seed_++);
+  KfArgs args;
+  if (auto f = FillArgs(in_views, out_views, scratch.view, &args)) return tag(*f);
+
+  std::vector<at::Tensor> first_run;
+  for (int run = 0; run < runs; ++run) {
+    Poison poison = run % 2 == 0 ? Poison::kA : Poison::kB;
+    // Fresh poison in outputs and scratch: nothing a previous run left can be reused.
+    for (size_t j = 0; j < out_views.size(); ++j) {
+      FillBits(out_views[j], PoisonBits(ToProtoDType(out_views[j].scalar_type()), poison));
+    }
+    if (scratch_bytes > 0) FillBits(scratch.view, PoisonBits(v1::UINT8, poison));
+    if (auto f = Launch(plan, args)) return tag(*f);
+    if (auto f = Sync()) return tag(*f);
+
+    std::string run_label = runs > 1 ? absl::StrCat(" (run ", run + 1, " of ", runs, ")") : "";
+    for (const GuardedBuffer* b : {&scratch}) {
+      if (std::string d = CanaryDamage(*b); !d.empty()) return tag(Fail(v1::OUT_OF_BOUNDS, d));
+    }
+    for (auto* bufs : {&in_bufs, &out_bufs}) {
+      for (const GuardedBuffer& b : *bufs) {
+        if (std::string d = CanaryDamage(b); !d.empty()) {
+          return tag(Fail(v1::OUT_OF_BOUNDS, d + run_label));
+        }
+      }
+    }
+    for (size_t i = 0; i < in_bufs.size(); ++i) {
+      if (HashBytes(in_bufs[i].Payload()) != in_hashes[i]) {
+        int64_t where = FindBitDifference(in_views[i], inputs[i]);
+        Failure f = Fail(v1::INPUT_MUTATED,
+                         absl::StrFormat("the kernel changed input %d (sha256 of its bytes "
+                                         "differs after the launch; first changed element %d)%s",
+                                         i, where, run_label));
+        f.diagnostics.set_first_bad_index(where);
+        return tag(f);
+      }
+    }
+    for (size_t j = 0; j < out_views.size(); ++j) {
+      const at::Tensor& out = out_views[j];
+      const v1::DType dtype = ToProtoDType(out.scalar_type());
+      int64_t unwritten = -1;
+      if (poison == Poison::kA && IsFloating(dtype)) {
+        unwritten = FindPoisonWhereFinite(out, PoisonBits(dtype, Poison::kA), (*reference)[j]);
+      }
+      if (unwritten < 0 && run > 0) {
+        unwritten = FindUnwritten(first_run[j], PoisonBits(dtype, Poison::kA), out,
+                                  PoisonBits(dtype, Poison::kB));
+      }
+      if (unwritten >= 0) {
+        Failure f = Fail(v1::UNWRITTEN_OUTPUT,
+                         absl::StrFormat("output %d element %d (row-major, of %d) was never "
+                                         "written: it still holds the poison the evaluator "
+                                         "filled the output with before the launch%s",
+                                         j, unwritten, out.numel(), run_label));
+        f.diagnostics.set_output_index(static_cast<int32_t>(j));
+        f.diagnostics.set_first_bad_index(unwritten);
+        return tag(f);
+      }
+      Tolerance tol = DtypeTolerance(out.scalar_type());
+      ErrorStats err = MeasureError(out, (*reference)[j], tol, (*eager)[j]);
+      AccuracyJudgement judged = JudgeAccuracy(err, eager_error[j], eager_factor_, tol);
+      if (!judged.pass) {
+        Failure f = Fail(v1::MISMATCH, absl::StrCat("output ", j, ": ", judged.message, run_label));
+        f.diagnostics.set_output_index(static_cast<int32_t>(j));
+        f.diagnostics.set_first_bad_index(err.nonfinite_index >= 0 ? err.nonfinite_index
+                                                                   : err.worst_index);
+        f.diagnostics.set_max_abs_error(err.max_abs);
+        f.diagnostics.set_max_rel_error(err.max_rel);
+        f.diagnostics.set_tolerance(judged.allowed);
+        f.diagnostics.set_eager_error(eager_error[j].max_normalized);
+        return tag(f);
+      }
+      if (run > 0) {
+        // Runs must agree bit for bit or within rounding; a moving error is a race.
+        int64_t differs = FindBitDifference(first_run[j], out);
+        if (differs >= 0) {
+          ErrorStats drift = MeasureError(out, first_run[j], tol);
+          if (drift.nonfinite_index >= 0 || drift.max_normalized > 1.0) {
+            Failure f = Fail(
+                v1::NONDETERMINISTIC,
+                absl::StrFormat("output %d differs between run 1 and run %d on the same inputs "
+                                "(first at element %d, max difference %.3g = %.3g x the "
+                                "tolerance): a race or uninitialized read",
+                                j, run + 1, differs, drift.max_abs, drift.max_normalized));
+            f.diagnostics.set_output_index(static_cast<int32_t>(j));
+            f.diagnostics.set_first_bad_index(differs);
+            f.diagnostics.set_max_abs_error(drift.max_abs);
+            return tag(f);
+          }
+        }
+      }
+    }
+    if (run == 0) {
+      for (const at::Tensor& out : out_views) first_run.push_back(out.clone());
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& inputs,
+                                                 v1::EvaluationResult* out) {
+  absl::StatusOr<std::vector<at::Tensor>> eager =
+      runner_->Run(inputs, ReferenceRunner::Precision::kNative);
+  if (!eager.ok()) return Fail(v1::NOT_EVALUATED, std::string(eager.status().message()));
+
+  // Rotated copies of inputs/outputs/scratch so that the working set exceeds L2 even when
+  // one set fits in it (the flush also evicts; the rotation also defeats pointer caching).
+  std::vector<at::Tensor> outputs;
+  for (const at::Tensor& e : *eager) {
+    outputs.push_back(at::empty_strided(e.sizes(), DenseStrides(e), e.options()));
+  }
+  ResolvedPlan plan;
+  int64_t scratch_bytes = 0;
+  if (auto f = Resolve(inputs, outputs, &scratch_bytes, &plan)) return f;
+  int64_t set_bytes = scratch_bytes;
+  int64_t io_bytes = 0;
+  for (const at::Tensor& t : inputs) io_bytes += t.numel() * t.element_size();
+  for (const at::Tensor& t : outputs) io_bytes += t.numel() * t.element_size();
+  set_bytes += io_bytes;
+  const int64_t l2 = gpu_.info_.l2_bytes();
+  int64_t copies = set_bytes > 0 ? (2 * l2 + set_bytes - 1) / set_bytes : 1;
+  copies = std::clamp<int64_t>(copies, 1, 64);
+  copies = std::min<int64_t>(copies, std::max<int64_t>(1, (int64_t{8} << 30) / std::max<int64_t>(set_bytes, 1)));
+
+  struct Set {
+    std::vector<at::Tensor> inputs, outputs;
+    at::Tensor scratch;
+    KfArgs args;
+  };
+  std::vector<Set> sets(static_cast<size_t>(copies));
+  for (Set& set : sets) {
+    for (const at::Tensor& t : inputs) {
+      at::Tensor c = at::empty_strided(t.sizes(), t.strides(), t.options());
+      c.copy_(t);
+      set.inputs.push_back(c);
+    }
+    for (const at::Tensor& o : outputs) {
+      set.outputs.push_back(at::empty_strided(o.sizes(), o.strides(), o.options()));
+    }
+    set.scratch = at::empty({std::max<int64_t>(scratch_bytes, 1)},
+                            at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+    if (auto f = FillArgs(set.inputs, set.outputs, set.scratch, &set.args)) return f;
+    set.args.scratch.numel = scratch_bytes;
+    set.args.scratch.sizes[0] = scratch_bytes;
+  }
+
+  CUstream s = gpu_.stream();
+  size_t turn = 0;
+  auto run_candidate = [&]() -> std::optional<Failure> {
+    Set& set = sets[turn++ % sets.size()];
+    return Launch(plan, set.args);
+  };
+  std::optional<absl::Status> eager_error;
+  auto run_eager = [&]() {
+    Set& set = sets[turn++ % sets.size()];
+    absl::StatusOr<std::vector<at::Tensor>> r =
+        runner_->Run(set.inputs, ReferenceRunner::Precision::kNative);
+    if (!r.ok()) eager_error = r.status();
+  };
+  auto flush = [&]() -> std::optional<Failure> {
+    CUresult r = cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(gpu_.l2_flush_.data_ptr()),
+                                  ++gpu_.flush_value_,
+                                  static_cast<size_t>(gpu_.l2_flush_.numel() / 4), s);
+    if (r != CUDA_SUCCESS) return Fail(v1::NOT_EVALUATED, "L2 flush failed: " + CuDescribe(r));
+    return std::nullopt;
+  };
+
+  // Warm-up.
+  for (int i = 0; i < 3; ++i) {
+    if (auto f = run_candidate()) return f;
+    run_eager();
+  }
+  if (auto f = Sync()) return f;
+  if (eager_error) return Fail(v1::NOT_EVALUATED, std::string(eager_error->message()));
+
+  // Timed reps: A B / B A alternating, each preceded by an L2 flush, with events around it.
+  auto timed_reps = [&](int reps, std::vector<double>* a, std::vector<double>* b,
+                        const std::function<std::optional<Failure>()>& cand,
+                        const std::function<std::optional<Failure>()>& base,
+                        double divide) -> std::optional<Failure> {
+    std::vector<CUevent> events(static_cast<size_t>(reps) * 4, nullptr);
+    auto destroy = [&] {
+      for (CUevent e : events) {
+        if (e != nullptr) cuEventDestroy(e);
+      }
+    };
+    for (CUevent& e : events) {
+      CUresult r = cuEventCreate(&e, CU_EVENT_DEFAULT);
+      if (r != CUDA_SUCCESS) {
+        destroy();
+        return Fail(v1::NOT_EVALUATED, "cuEventCreate failed: " + CuDescribe(r));
+      }
+    }
+    std::optional<Failure> failure;
+    for (int i = 0; i < reps && !failure; ++i) {
+      for (int half = 0; half < 2 && !failure; ++half) {
+        bool candidate_turn = (half == 0) == (i % 2 == 0);
+        size_t slot = static_cast<size_t>(i) * 4 + (candidate_turn ? 0 : 2);
+        failure = flush();
+        if (failure) break;
+        CUresult r = cuEventRecord(events[slot], s);
+        if (r == CUDA_SUCCESS) {
+          failure = candidate_turn ? cand() : base();
+          if (!failure) r = cuEventRecord(events[slot + 1], s);
+        }
+        if (!failure && r != CUDA_SUCCESS) {
+          failure = Fail(v1::NOT_EVALUATED, "cuEventRecord failed: " + CuDescribe(r));
+        }
+      }
+    }
+    if (!failure) failure = Sync();
+    for (int i = 0; i < reps && !failure; ++i) {
+      for (int which = 0; which < 2; ++which) {
+        float ms = 0;
+        size_t slot = static_cast<size_t>(i) * 4 + which * 2;
+        CUresult r = cuEventElapsedTime(&ms, events[slot], events[slot + 1]);
+        if (r != CUDA_SUCCESS) {
+          failure = Fail(v1::NOT_EVALUATED, "cuEventElapsedTime failed: " + CuDescribe(r));
+          break;
+        }
+        (which == 0 ? a : b)->push_back(ms * 1e-3 / divide);
+      }
+    }
+    destroy();
+    return failure;
+  };
+  auto eager_step = [&]() -> std::optional<Failure> {
+    run_eager();
+    return std::nullopt;
+  };
+
+  std::vector<double> cand_s, eager_s;
+  if (auto f = timed_reps(10, &cand_s, &eager_s, run_candidate, eager_step, 1.0)) return f;
+  double estimate = Median(cand_s) + Median(eager_s);
+  int reps = static_cast<int>(std::clamp(1.0 / std::max(estimate, 1e-7), 30.0, 200.0));
+  cand_s.clear();
+  eager_s.clear();
+  if (auto f = timed_reps(reps, &cand_s, &eager_s, run_candidate, eager_step, 1.0)) return f;
+  if (eager_error) return Fail(v1::NOT_EVALUATED, std::string(eager_error->message()));
+  std::string mode = "events";
+
+  // Launch-bound: time replays of CUDA graphs of N launches instead (both sides alike).
+  if (std::min(Median(cand_s), Median(eager_s)) < kLaunchBoundSeconds) {
+    try {
+      at::cuda::CUDAGraph cand_graph, eager_graph;
+      cand_graph.capture_begin();
+      std::optional<Failure> captured;
+      for (int n = 0; n < kGraphLaunches && !captured; ++n) captured = run_candidate();
+      cand_graph.capture_end();
+      if (captured) return captured;
+      eager_graph.capture_begin();
+      for (int n = 0; n < kGraphLaunches; ++n) run_eager();
+      eager_graph.capture_end();
+      if (eager_error) return Fail(v1::NOT_EVALUATED, std::string(eager_error->message()));
+      cand_graph.replay();
+      eager_graph.replay();
+      if (auto f = Sync()) return f;
+      std::vector<double> graph_cand, graph_eager;
+      auto replay_cand = [&]() -> std::optional<Failure> {
+        cand_graph.replay();
+        return std::nullopt;
+      };
+      auto replay_eager = [&]() -> std::optional<Failure> {
+        eager_graph.replay();
+        return std::nullopt;
+      };
+      if (auto f = timed_reps(100, &graph_cand, &graph_eager, replay_cand, replay_eager,
+                              kGraphLaunches)) {
+        return f;
+      }
+      cand_s = std::move(graph_cand);
+      eager_s = std::move(graph_eager);
+      mode = "cuda_graph";
+    } catch (const c10::Error& e) {
+      // Eager ops that cannot be captured keep the event timings.
+      CUstreamCaptureStatus status;
+      if (cuStreamIsCapturing(s, &status) == CUDA_SUCCESS &&
+          status != CU_STREAM_CAPTURE_STATUS_NONE) {
+        CUgraph dangling = nullptr;
+        cuStreamEndCapture(s, &dangling);
+        if (dangling != nullptr) cuGraphDestroy(dangling);
+      }
+      if (!gpu_.ContextHealthy()) {
+        context_lost_ = true;
+        return Fail(v1::CRASH, absl::StrCat("the GPU faulted while timing CUDA-graph replays: ",
+                                            e.what_without_backtrace()));
+      }
+      mode = "events";
+    }
+  }
+
+  *out->mutable_candidate() = SummarizeTimes(cand_s, mode);
+  *out->mutable_eager() = SummarizeTimes(eager_s, mode);
+  if (out->candidate().median_s() > 0) {
+    out->set_speedup(out->eager().median_s() / out->candidate().median_s());
+  }
+  double bytes = target_.min_bytes_moved() > 0 ? static_cast<double>(target_.min_bytes_moved())
+                                               : static_cast<double>(io_bytes);
+  if (gpu_.info_.copy_bandwidth_bytes_per_s() > 0) {
+    out->set_floor_s(bytes / gpu_.info_.copy_bandwidth_bytes_per_s());
+  }
+  return std::nullopt;
+}
+
+v1::EvaluationResult CandidateEvaluation::Run() {
+  v1::EvaluationResult result;
+  result.set_gpu_name(gpu_.info_.name());
+  for (const v1::KernelResources& k : job_.compiled().kernels()) {
+    *result.mutable_resources() = k;  // the first entry point's report
+    break;
+  }
+  auto failed = [&](Failure f) {
+    result.set_verdict(f.verdict);
+    *result.mutable_diagnostics() = std::move(f.diagnostics);
+    return result;
+  };
+  if (auto f = Prepare()) return failed(*f);
+
+  // The captured real inputs: three runs (poison A, B, A) to expose races and unwritten
+  // elements; then fresh random sets; then the held-out shape of a shape-generic target.
+  if (auto f = ValidateSet("captured", captured_, 3)) return failed(*f);
+  std::random_device entropy;
+  const uint64_t seed_base = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  std::vector<at::Tensor> cpu_captured;
+  for (const at::Tensor& t : captured_) cpu_captured.push_back(t.cpu());
+  auto to_gpu = [](const std::vector<at::Tensor>& cpu) {
+    std::vector<at::Tensor> gpu;
+    for (const at::Tensor& t : cpu) gpu.push_back(t.to(at::kCUDA));
+    return gpu;
+  };
+  for (int k = 1; k <= random_sets_; ++k) {
+    std::vector<at::Tensor> random = to_gpu(DrawRandomInputs(cpu_captured, seed_base + k));
+    if (auto f = ValidateSet(absl::StrCat("random:", k), random, 2)) {
+      absl::StrAppendFormat(f->diagnostics.mutable_message(), " [random seed %d]",
+                            seed_base + k);
+      return failed(*f);
+    }
+  }
+  if (target_.shape_generic()) {
+    std::optional<std::vector<std::vector<int64_t>>> sizes = HeldOutSizes(cpu_captured);
+    if (sizes) {
+      std::vector<at::Tensor> held_out =
+          to_gpu(DrawRandomInputs(cpu_captured, seed_base + 1000, *sizes));
+      if (auto f = ValidateSet("heldout", held_out, 2)) {
+        absl::StrAppendFormat(f->diagnostics.mutable_message(),
+                              " [held-out leading dimension %d]", (*sizes)[0][0]);
+        return failed(*f);
+      }
+    }
+  }
+  if (request_.timing()) {
+    if (auto f = Time(captured_, &result)) return failed(*f);
+  }
+  result.set_verdict(v1::PASS);
+  return result;
+}
+
+v1::EvaluationResult CudaEvaluationBackend::Evaluate(const worker::EvaluateJob& job,
+                                                     bool* context_lost) {
+  v1::EvaluationResult result;
+  {
+    CandidateEvaluation evaluation(*this, job);
+    try {
+      result = evaluation.Run();
+    } catch (const c10::Error& e) {
+      result.set_verdict(v1::NOT_EVALUATED);
+      result.mutable_diagnostics()->set_message(
+          absl::StrCat("evaluator error: ", e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+      result.set_verdict(v1::NOT_EVALUATED);
+      result.mutable_diagnostics()->set_message(absl::StrCat("evaluator error: ", e.what()));
+    }
+    *context_lost = evaluation.context_lost();
+  }
+  if (!*context_lost && !ContextHealthy()) {
+    // An asynchronous fault surfaced inside a torch call: the kernel's doing, not torch's.
+    *context_lost = true;
+    result.set_verdict(v1::CRASH);
+    result.mutable_diagnostics()->set_message(
+        absl::StrCat("the GPU context failed during evaluation (",
+                     Excerpt(result.diagnostics().message(), 1024), ")"));
+  }
+  if (!*context_lost) c10::cuda::CUDACachingAllocator::emptyCache();
+  return result;
+}
+
+}  // namespace
+
+std::unique_ptr<EvaluationBackend> MakeCudaEvaluationBackend(int reported_index) {
+  return std::make_unique<CudaEvaluationBackend>(reported_index);
+}
+
+}  // namespace kforge

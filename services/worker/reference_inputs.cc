@@ -1,0 +1,124 @@
+// Random validation inputs matched to the captured inputs' value ranges.
+#include "services/worker/reference_inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/masked_select.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/where.h>
+
+namespace kforge {
+namespace {
+
+// Dense strides for `sizes` that keep the dimension order of `like` (sorted by its strides,
+// largest outermost), so a channels-last or transposed input stays so.
+std::vector<int64_t> DenseStridesLike(const at::Tensor& like, at::IntArrayRef sizes) {
+  const int64_t ndim = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> order(ndim);
+  std::iota(order.begin(), order.end(), 0);
+  if (like.dim() == ndim && !like.is_contiguous()) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  }
+  std::vector<int64_t> strides(ndim, 1);
+  int64_t running = 1;
+  for (int64_t k = ndim - 1; k >= 0; --k) {
+    strides[order[k]] = running;
+    running *= std::max<int64_t>(sizes[order[k]], 1);
+  }
+  return strides;
+}
+
+at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same_shape,
+                    at::Generator& gen) {
+  const at::ScalarType dtype = captured.scalar_type();
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  at::Tensor values;
+  if (captured.numel() == 0) {
+    values = at::empty(sizes, f64);
+  } else if (at::isFloatingType(dtype)) {
+    at::Tensor finite_mask = at::isfinite(captured);
+    at::Tensor finite = at::masked_select(captured, finite_mask).to(at::kDouble).cpu();
+    if (finite.numel() == 0) {
+      values = at::full(sizes, 0.0, f64);
+    } else {
+      double mean = finite.mean().item<double>();
+      double std = finite.numel() > 1 ? finite.std(/*unbiased=*/false).item<double>() : 0.0;
+      double lo = finite.min().item<double>();
+      double hi = finite.max().item<double>();
+      if (!(std > 0)) {
+        std = std::max(std::fabs(mean), 1.0);
+        lo = mean - 4 * std;
+        hi = mean + 4 * std;
+      }
+      values = at::randn(sizes, gen, f64).mul_(std).add_(mean).clamp_(lo, hi);
+      if (same_shape && !finite_mask.all().item<bool>()) {
+        values = at::where(finite_mask.cpu(), values, captured.cpu().to(at::kDouble));
+      }
+    }
+  } else if (dtype == at::kBool) {
+    double p = captured.to(at::kDouble).mean().item<double>();
+    p = std::clamp(p, 0.1, 0.9);
+    values = at::rand(sizes, gen, f64).lt(p);
+  } else {
+    at::Tensor as_long = captured.to(at::kLong);
+    int64_t lo = as_long.min().item<int64_t>();
+    int64_t hi = as_long.max().item<int64_t>();
+    values = at::randint(lo, hi + 1, sizes, gen, at::TensorOptions().dtype(at::kLong));
+  }
+  at::Tensor out = same_shape
+                       ? at::empty_strided(sizes, captured.strides(),
+                                           at::TensorOptions().dtype(dtype))
+                       : at::empty_strided(sizes, DenseStridesLike(captured, sizes),
+                                           at::TensorOptions().dtype(dtype));
+  out.copy_(values);
+  return out;
+}
+
+}  // namespace
+
+std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured, uint64_t seed,
+                                         const std::vector<std::vector<int64_t>>& sizes) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<at::Tensor> out;
+  out.reserve(captured.size());
+  for (size_t i = 0; i < captured.size(); ++i) {
+    const at::Tensor& c = captured[i];
+    if (!c.defined()) {
+      out.push_back(c);
+      continue;
+    }
+    bool override = i < sizes.size();
+    at::IntArrayRef shape = override ? at::IntArrayRef(sizes[i]) : c.sizes();
+    bool same_shape = shape.equals(c.sizes());
+    out.push_back(DrawLike(c, shape, same_shape, gen));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
+    const std::vector<at::Tensor>& captured) {
+  if (captured.empty() || !captured[0].defined() || captured[0].dim() == 0) return std::nullopt;
+  const int64_t rank = captured[0].dim();
+  const int64_t lead = captured[0].size(0);
+  const int64_t held_out = lead <= 1 ? 3 : lead - std::max<int64_t>(1, lead / 3);
+  std::vector<std::vector<int64_t>> sizes;
+  for (const at::Tensor& t : captured) {
+    std::vector<int64_t> s = t.defined() ? t.sizes().vec() : std::vector<int64_t>{};
+    if (t.defined() && t.dim() == rank && t.size(0) == lead) s[0] = held_out;
+    sizes.push_back(std::move(s));
+  }
+  return sizes;
+}
+
+}  // namespace kforge

@@ -1,0 +1,32 @@
+// Fresh validation inputs: random tensors of a target's signature whose values match the
+// captured real inputs' ranges, and the held-out shape of a shape-generic target.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace kforge {
+
+// One input set like `captured` (CPU tensors, same dtypes and stride layout), drawn from a
+// generator seeded with `seed`:
+//   floating: normal with the captured finite values' mean and std, clipped to their
+//     [min, max]; a constant input (std 0) is spread to N(mean, max(|mean|, 1)) so a kernel
+//     that ignores it is caught; non-finite values (-inf masks) stay where they were when
+//     the shape is unchanged;
+//   integer: uniform over the captured [min, max] (indices stay in range);
+//   bool: true with the captured frequency, kept within [0.1, 0.9].
+// `sizes`, when non-empty, gives each input's sizes (held-out shape); layouts keep the
+// captured dimension order.
+std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured, uint64_t seed,
+                                         const std::vector<std::vector<int64_t>>& sizes = {});
+
+// The held-out shape of a shape-generic target: input 0's leading dimension d becomes
+// d - max(1, d / 3) (3 when d is 1), and so does the leading dimension of every input of the
+// same rank and leading size. nullopt when input 0 is 0-d.
+std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
+    const std::vector<at::Tensor>& captured);
+
+}  // namespace kforge
