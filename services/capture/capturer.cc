@@ -206,6 +206,7 @@ struct Group {
   std::vector<ArgSlot> args;
   std::vector<v1::TensorSignature> outputs;
   bool outputs_known = false;
+  int num_returns = -1;  // from the schema; -1 when unknown
   int64_t input_bytes = 0;
   int64_t output_bytes = 0;
   int64_t calls = 0;  // over all profiled forwards
@@ -219,24 +220,35 @@ std::string Overload(const at::RecordFunction& fn) {
   return name ? name->overload_name : "";
 }
 
+// The call's own arguments. For boxed calls (the TorchScript interpreter) RecordFunction
+// hands over the whole interpreter stack; the arguments are its last schema-size entries.
+c10::ArrayRef<const c10::IValue> CallInputs(const at::RecordFunction& fn,
+                                            const std::optional<c10::FunctionSchema>& schema) {
+  c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  if (schema && schema->arguments().size() < inputs.size()) {
+    inputs = inputs.slice(inputs.size() - schema->arguments().size());
+  }
+  return inputs;
+}
+
 void AddTensorInput(Group& g, const at::Tensor& t) {
   *g.proto.add_inputs() = TensorSig(t);
   g.input_bytes += t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
 }
 
 // Builds a group's description from the first call that has its signature.
-Group DescribeCall(const at::RecordFunction& fn, std::string signature) {
+Group DescribeCall(const at::RecordFunction& fn, const std::optional<c10::FunctionSchema>& schema,
+                   c10::ArrayRef<const c10::IValue> inputs, std::string signature) {
   Group g;
   g.proto.set_op(OpName(fn));
   g.proto.set_overload(Overload(fn));
   g.proto.set_signature(std::move(signature));
-  auto schema = fn.operator_schema();
   if (schema) {
     std::ostringstream os;
     os << *schema;
     g.schema = os.str();
+    g.num_returns = static_cast<int>(schema->returns().size());
   }
-  auto inputs = fn.inputs();
   int tensor_count = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
@@ -268,7 +280,13 @@ Group DescribeCall(const at::RecordFunction& fn, std::string signature) {
 
 void RecordOutputs(Group& g, const at::RecordFunction& fn) {
   g.outputs_known = true;
-  for (const c10::IValue& v : fn.outputs()) {
+  // Boxed calls leave their results on top of the interpreter stack, which is what
+  // RecordFunction sees: the outputs are its last num_returns entries.
+  c10::ArrayRef<c10::IValue> outputs = fn.outputs();
+  if (g.num_returns >= 0 && static_cast<size_t>(g.num_returns) < outputs.size()) {
+    outputs = outputs.slice(outputs.size() - g.num_returns);
+  }
+  for (const c10::IValue& v : outputs) {
     std::vector<at::Tensor> tensors;
     if (v.isTensor()) {
       tensors.push_back(v.toTensor());
@@ -401,11 +419,13 @@ class Recorder {
     ctx->top_level = depth_++ == 0;
     if (!ctx->top_level) return ctx;
     // Everything that costs time happens before the start mark, so it is not in the op.
-    std::string signature = InputsText(fn.inputs());
+    const std::optional<c10::FunctionSchema> schema = fn.operator_schema();
+    const c10::ArrayRef<const c10::IValue> inputs = CallInputs(fn, schema);
+    std::string signature = InputsText(inputs);
     std::string key = absl::StrCat(OpName(fn), ".", Overload(fn), "(", signature, ")");
     auto [it, inserted] = key_index_.try_emplace(key, static_cast<int>(groups_.size()));
-    if (inserted) groups_.push_back(DescribeCall(fn, std::move(signature)));
-    if (capture_ != nullptr) MaybeCaptureInputs(key, fn);
+    if (inserted) groups_.push_back(DescribeCall(fn, schema, inputs, std::move(signature)));
+    if (capture_ != nullptr) MaybeCaptureInputs(key, inputs);
     if (keep_sequence_) sequence_.push_back(it->second);
     Pending p;
     p.group = it->second;
@@ -436,13 +456,13 @@ class Recorder {
     if (!g.outputs_known) RecordOutputs(g, fn);
   }
 
-  void MaybeCaptureInputs(const std::string& key, const at::RecordFunction& fn) {
+  void MaybeCaptureInputs(const std::string& key, c10::ArrayRef<const c10::IValue> inputs) {
     auto it = capture_->wanted.find(key);
     if (it == capture_->wanted.end() || capture_->done[it->second]) return;
     const int target = it->second;
     capture_->done[target] = true;
     std::vector<at::Tensor> tensors;
-    for (const c10::IValue& v : fn.inputs()) {
+    for (const c10::IValue& v : inputs) {
       if (v.isTensor() && v.toTensor().defined()) {
         tensors.push_back(v.toTensor());
       } else if (IsTensorListLike(v)) {
@@ -674,9 +694,18 @@ std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
                       const std::vector<int>& op_rank, int64_t iterations,
                       double profiled_forward_s) {
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
-  torch::jit::Inline(*graph);
+  // With the graph executor's optimizations off, Inline() inlines one level of calls per
+  // pass (callees are not pre-inlined); repeat until no call is left.
   std::vector<torch::jit::Node*> nodes;
-  CollectNodes(graph->block(), nodes);
+  for (int pass = 0; pass < 64; ++pass) {
+    torch::jit::Inline(*graph);
+    nodes.clear();
+    CollectNodes(graph->block(), nodes);
+    bool has_calls = std::any_of(nodes.begin(), nodes.end(), [](torch::jit::Node* n) {
+      return n->kind() == c10::prim::CallMethod || n->kind() == c10::prim::CallFunction;
+    });
+    if (!has_calls) break;
+  }
 
   std::unordered_map<const torch::jit::Value*, int> producer;
   nlohmann::json jnodes = nlohmann::json::array();

@@ -8,4 +8,4 @@ add_library(kforge_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/search/target_scheduler.cc)
 target_link_libraries(kforge_search PUBLIC
   kforge_protos
-  absl::status absl::statusor absl::strings absl::synchronization)
+  absl::status absl::statusor absl::strings Threads::Threads)

@@ -1,10 +1,18 @@
 # kforge_synth: the built-in kernel synthesizer (families, parameter spaces, cost-model prior,
 # source + launch-plan generation). No LibTorch: the proposer never links it.
 add_library(kforge_synth STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/synth/batch_norm_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/cost_model.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/elementwise_family.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/family_registry.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/group_norm_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/kernel_source.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/param_space.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/pooling_family.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/reduction_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/row_kernel.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/rowwise_family.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/synthesizer.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/target_args.cc)
 target_link_libraries(kforge_synth PUBLIC
   kforge_protos kforge_common

@@ -353,13 +353,18 @@ v1::CompileResult Compiler::RunChild(const std::string& source,
   if (run->exit_code != 0) {
     return fail(v1::COMPILE_RESOURCE_LIMIT,
                 absl::StrCat("the compiler process exited with code ", run->exit_code,
-                             " (memory limit ", options_.memory_limit_bytes >> 20, " MiB)",
+                             " (memory limit of ", options_.memory_limit_bytes >> 20, " MiB)",
                              stderr_note));
   }
   v1::CompileResult child_result;
   if (!child_result.ParseFromString(run->stdout_data)) {
     return fail(v1::COMPILE_RESOURCE_LIMIT,
                 absl::StrCat("the compiler process returned an unreadable result", stderr_note));
+  }
+  if (child_result.status() == v1::COMPILE_RESOURCE_LIMIT) {
+    child_result.set_log(absl::StrCat(child_result.log(),
+                                      "\n(the compiler process runs with a memory limit of ",
+                                      options_.memory_limit_bytes >> 20, " MiB)"));
   }
   return child_result;
 }

@@ -60,3 +60,6 @@ add_library(kforge_evaluate_service STATIC
 target_link_libraries(kforge_evaluate_service PUBLIC
   kforge_evaluator kforge_compiler kforge_compile_service kforge_common kforge_launch_plan
   gRPC::grpc++ prometheus-cpp::core CLI11::CLI11 nlohmann_json::nlohmann_json spdlog::spdlog)
+
+# The worker benchmark lives in tools/bench/.
+include(${CMAKE_SOURCE_DIR}/tools/bench/worker_bench.cmake)

@@ -355,6 +355,9 @@ bool Evaluator::EnsureChild(Slot& slot, bool sanitizer, v1::EvaluationResult* wh
     env.emplace_back(*e);
   }
   env.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=", VisibleDeviceFor(slot.gpu)));
+  // Under memcheck every tensor must be its own allocation: the caching allocator's large
+  // segments would hide accesses past a buffer's end from the sanitizer.
+  if (sanitizer) env.push_back("PYTORCH_NO_CUDA_MEMORY_CACHING=1");
 
   absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn(argv, env);
   if (!child.ok()) {

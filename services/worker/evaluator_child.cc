@@ -42,7 +42,8 @@ int RunEvaluatorChild(EvaluationBackend& backend, int in_fd, int out_fd) {
     }
     reply.set_context_lost(context_lost);
     if (!WriteFrame(out_fd, reply).ok()) return 0;
-    if (context_lost) return 3;
+    // Skip static destructors: they would touch the broken CUDA context.
+    if (context_lost) ::_exit(3);
   }
 }
 

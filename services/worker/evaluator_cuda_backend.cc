@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -27,6 +28,7 @@
 #include "common/digest.h"
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
+#include "common/status.h"
 #include "common/tensor_io.h"
 #include "services/worker/evaluator_guards.h"
 #include "services/worker/evaluator_stats.h"
@@ -57,7 +59,7 @@ std::string CuDescribe(CUresult r) {
   return absl::StrCat(name, " (", text, ")");
 }
 
-absl::Status CuStatus(CUresult r, std::string_view what) {
+absl::Status CuStatus(CUresult r, const char* what) {
   return absl::InternalError(absl::StrCat(what, ": ", CuDescribe(r)));
 }
 
@@ -601,10 +603,15 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
                     absl::StrCat("PyTorch cannot run the target on input set ", set_name, ": ",
                                  bad.message())));
   }
+  // Integer and bool outputs have no rounding: eager's exact answer is the one to match
+  // (float64 inputs could break ties, e.g. in argmax, differently).
+  std::vector<at::Tensor> truth;
   std::vector<ErrorStats> eager_error;
   for (size_t j = 0; j < eager->size(); ++j) {
-    eager_error.push_back(MeasureError((*eager)[j], (*reference)[j],
-                                       DtypeTolerance((*eager)[j].scalar_type())));
+    Tolerance tol = DtypeTolerance((*eager)[j].scalar_type());
+    bool exact = tol.atol == 0 && tol.rtol == 0;
+    truth.push_back(exact ? (*eager)[j] : (*reference)[j]);
+    eager_error.push_back(exact ? ErrorStats{} : MeasureError((*eager)[j], truth[j], tol));
   }
 
   // Guarded copies of the inputs, guarded outputs shaped like eager's, guarded scratch.
@@ -689,7 +696,7 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
         return tag(f);
       }
       Tolerance tol = DtypeTolerance(out.scalar_type());
-      ErrorStats err = MeasureError(out, (*reference)[j], tol, (*eager)[j]);
+      ErrorStats err = MeasureError(out, truth[j], tol, (*eager)[j]);
       AccuracyJudgement judged = JudgeAccuracy(err, eager_error[j], eager_factor_, tol);
       if (!judged.pass) {
         Failure f = Fail(v1::MISMATCH, absl::StrCat("output ", j, ": ", judged.message, run_label));

@@ -123,7 +123,7 @@ v1::EvaluationResult EvaluationPipeline::Evaluate(const v1::EvaluateRequest& req
     }
     put.if_absent = !request.fresh_process();  // a re-confirmation replaces the entry
     if (absl::Status s = store_->Put(key, result.SerializeAsString(), put); !s.ok()) {
-      spdlog::warn("cannot cache evaluation {}: {}", key, s.message());
+      spdlog::warn("cannot cache evaluation {}: {}", key, std::string(s.message()));
     }
   }
   return result;

@@ -90,9 +90,12 @@ v1::CompileResult CompileWithNvrtc(std::string_view source, const v1::CompileOpt
         *result.add_kernels() = std::move(kernel);
       }
     }
-  } else if (rc == NVRTC_ERROR_OUT_OF_MEMORY) {
+  } else if (rc == NVRTC_ERROR_OUT_OF_MEMORY || rc == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE ||
+             rc == NVRTC_ERROR_INTERNAL_ERROR) {
+    // Not the source's fault: memory ran out (loading the builtins library is the first
+    // thing to fail under a tight limit) or NVRTC broke. Not cached; retried next time.
     result.set_status(v1::COMPILE_RESOURCE_LIMIT);
-    absl::StrAppend(&log, log.empty() ? "" : "\n", "NVRTC ran out of memory");
+    absl::StrAppend(&log, log.empty() ? "" : "\n", "nvrtc: ", nvrtcGetErrorString(rc));
   } else if (log.find("out of memory") != std::string::npos) {
     result.set_status(v1::COMPILE_RESOURCE_LIMIT);  // the frontend reports it as an error
   } else {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/argmax.h>
 #include <ATen/ops/eq.h>

@@ -111,7 +111,7 @@ std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
   if (captured.empty() || !captured[0].defined() || captured[0].dim() == 0) return std::nullopt;
   const int64_t rank = captured[0].dim();
   const int64_t lead = captured[0].size(0);
-  const int64_t held_out = lead <= 1 ? 3 : lead - std::max<int64_t>(1, lead / 3);
+  const int64_t held_out = lead <= 1 ? 3 : lead + std::max<int64_t>(1, lead / 3);
   std::vector<std::vector<int64_t>> sizes;
   for (const at::Tensor& t : captured) {
     std::vector<int64_t> s = t.defined() ? t.sizes().vec() : std::vector<int64_t>{};

@@ -105,7 +105,7 @@ void RunWorker(const WorkerArgs& args) {
   std::thread([e = evaluator->get()] {
     absl::StatusOr<std::vector<v1::GpuInfo>> info = e->GetGpuInfo();
     if (!info.ok()) {
-      spdlog::warn("worker: {}", info.status().message());
+      spdlog::warn("worker: {}", std::string(info.status().message()));
       return;
     }
     for (const v1::GpuInfo& gpu : *info) {

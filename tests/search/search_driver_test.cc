@@ -49,7 +49,8 @@ TEST(SearchDriverTest, BestFoundApproachesTheSimulatedOptimumAndIsReconfirmed) {
   ASSERT_EQ(result->targets.size(), 1u);
   const TargetSearchResult& r = result->targets[0];
 
-  const double optimum = SimulatedRunnerForTests::SimulatedSpeedup(SimulatedRunnerForTests::kOptimum, 3.0);
+  const double optimum =
+      SimulatedRunnerForTests::SimulatedSpeedup(SimulatedRunnerForTests::kOptimum, 3.0);
   EXPECT_GE(r.search_best_speedup, 0.9 * optimum);
   EXPECT_EQ(r.progress.iterations(), 120);
   EXPECT_EQ(r.stop_reason, StopReason::kIterationBudget);
@@ -169,7 +170,7 @@ TEST(SearchDriverTest, StopsATargetNearItsFloorAndSpendsTheRestElsewhere) {
   EXPECT_FALSE(far.progress.stopped_near_floor());
   EXPECT_EQ(far.progress.iterations(), 80);
   EXPECT_EQ(stopped, (std::map<size_t, StopReason>{{0, StopReason::kNearFloor},
-                                                    {1, StopReason::kIterationBudget}}));
+                                                   {1, StopReason::kIterationBudget}}));
 }
 
 TEST(SearchDriverTest, SpendsEarlyIterationsOnTheTargetWithTheLargerExpectedGain) {
@@ -186,6 +187,24 @@ TEST(SearchDriverTest, SpendsEarlyIterationsOnTheTargetWithTheLargerExpectedGain
   ASSERT_TRUE(driver.Run().ok());
   EXPECT_GT(first_sixty[1], 3 * first_sixty[0]);
   EXPECT_GT(first_sixty[0], 0);
+}
+
+TEST(SearchDriverTest, TheWallTimeBudgetStopsDispatchingAndStillReconfirms) {
+  GridProposerForTests proposer;
+  SimulatedRunnerForTests runner;
+  SearchDriverOptions options = Options(2, 1000, 1);
+  double fake_now_s = 0.0;  // a test clock: one second passes per reading
+  options.clock = [&fake_now_s] { return fake_now_s += 1.0; };
+  options.time_budget_s = 30.0;
+  SearchDriver driver(proposer, runner, options);
+  ASSERT_TRUE(driver.AddTarget(MakeTarget("t", 0.5)).ok());
+  absl::StatusOr<SearchResult> result = driver.Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  const TargetSearchResult& r = result->targets[0];
+  EXPECT_EQ(r.stop_reason, StopReason::kTimeBudget);
+  EXPECT_GT(r.progress.iterations(), 0);
+  EXPECT_LT(r.progress.iterations(), 30);
+  EXPECT_TRUE(r.best.has_value());
 }
 
 TEST(SearchDriverTest, AWinnerThatFailsInAFreshProcessGivesWayToTheNextBest) {

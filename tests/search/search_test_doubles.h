@@ -95,7 +95,8 @@ class GridProposerForTests : public Proposer {
     } else if (!request.has_parent()) {
       for (int i = 0; i < 4 * request.n(); ++i) {
         GridPoint p{};
-        for (size_t a = 0; a < p.size(); ++a) p[a] = static_cast<int>(next(GridAxes()[a].second.size()));
+        for (size_t a = 0; a < p.size(); ++a)
+          p[a] = static_cast<int>(next(GridAxes()[a].second.size()));
         options.push_back(p);
       }
     } else if (neighbours_) {
@@ -195,7 +196,9 @@ class SimulatedRunnerForTests : public CandidateRunner {
 
   void set_failures(bool on) { failures_ = on; }
   void set_peak(const std::string& target_id, double peak) { peaks_[target_id] = peak; }
-  void fail_in_fresh_process(const std::string& candidate_id) { fresh_failures_.insert(candidate_id); }
+  void fail_in_fresh_process(const std::string& candidate_id) {
+    fresh_failures_.insert(candidate_id);
+  }
   void set_runner_error(absl::Status error) { runner_error_ = std::move(error); }
   std::vector<std::pair<std::string, bool>> calls() {
     std::lock_guard<std::mutex> lock(mu_);

@@ -78,7 +78,8 @@ TEST(SearchTreeTest, ProgressiveWideningGrowsRootChildrenWithVisits) {
       const int visits_before = tree.node(SearchTree::kRoot).visits;
       ASSERT_TRUE(Iterate(tree, proposer, runner, i));
       const int children = static_cast<int>(tree.node(SearchTree::kRoot).children.size());
-      const int allowed = static_cast<int>(std::ceil(std::pow(std::max(1, visits_before), alpha) - 1e-9));
+      const int allowed =
+          static_cast<int>(std::ceil(std::pow(std::max(1, visits_before), alpha) - 1e-9));
       EXPECT_EQ(children, allowed) << "alpha " << alpha << " iteration " << i;
       EXPECT_GE(children, previous_children);
       previous_children = children;
@@ -87,7 +88,8 @@ TEST(SearchTreeTest, ProgressiveWideningGrowsRootChildrenWithVisits) {
     // Deeper nodes obey the same limit.
     for (int n = 1; n < tree.size(); ++n) {
       EXPECT_LE(static_cast<int>(tree.node(n).children.size()),
-                std::max(1, static_cast<int>(std::ceil(std::pow(std::max(1, tree.node(n).visits - 1), alpha)))))
+                std::max(1, static_cast<int>(
+                                std::ceil(std::pow(std::max(1, tree.node(n).visits - 1), alpha)))))
           << "node " << n;
     }
   }
@@ -269,10 +271,12 @@ TEST(SearchTreeTest, DeserializeRejectsCorruptState) {
 
 TEST(SearchTreeTest, BackupAndAddChildRejectMisuse) {
   SearchTree tree(MakeTarget("t", 0.5), 1);
-  absl::StatusOr<int> child = tree.AddPendingChild(SearchTree::kRoot, GridCandidate({0, 0, 0, 0, 0}), 0);
+  absl::StatusOr<int> child =
+      tree.AddPendingChild(SearchTree::kRoot, GridCandidate({0, 0, 0, 0, 0}), 0);
   ASSERT_TRUE(child.ok());
-  EXPECT_EQ(tree.AddPendingChild(SearchTree::kRoot, GridCandidate({0, 0, 0, 0, 0}), 1).status().code(),
-            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(
+      tree.AddPendingChild(SearchTree::kRoot, GridCandidate({0, 0, 0, 0, 0}), 1).status().code(),
+      absl::StatusCode::kAlreadyExists);
   EXPECT_FALSE(tree.AddPendingChild(*child, GridCandidate({1, 0, 0, 0, 0}), 1).ok());  // pending
   v1::Candidate no_id = GridCandidate({2, 0, 0, 0, 0});
   no_id.clear_id();
@@ -280,8 +284,55 @@ TEST(SearchTreeTest, BackupAndAddChildRejectMisuse) {
   RunOutcome mismatch;
   mismatch.evaluation.set_verdict(v1::MISMATCH);
   ASSERT_TRUE(tree.Backup(*child, mismatch).ok());
-  EXPECT_FALSE(tree.Backup(*child, mismatch).ok());  // twice
+  EXPECT_FALSE(tree.Backup(*child, mismatch).ok());                                    // twice
   EXPECT_FALSE(tree.AddPendingChild(*child, GridCandidate({1, 0, 0, 0, 0}), 1).ok());  // failed
+}
+
+// Answers root requests from a script: call i returns the grid points in script[i].
+class ScriptedProposerForTests : public Proposer {
+ public:
+  explicit ScriptedProposerForTests(std::vector<std::vector<GridPoint>> script)
+      : script_(std::move(script)) {}
+  absl::StatusOr<v1::ProposeResponse> Propose(const v1::ProposeRequest&) override {
+    v1::ProposeResponse response;
+    if (calls_ < script_.size()) {
+      for (const GridPoint& p : script_[calls_]) *response.add_candidates() = GridCandidate(p);
+    }
+    ++calls_;
+    return response;
+  }
+  std::string Name() const override { return "scripted-test"; }
+  size_t calls() const { return calls_; }
+
+ private:
+  std::vector<std::vector<GridPoint>> script_;
+  size_t calls_ = 0;
+};
+
+TEST(SearchTreeTest, ARepeatedAnswerDoesNotExhaustANodeUntilTheBarrenLimit) {
+  const GridPoint a{0, 0, 0, 0, 0};
+  const GridPoint b{1, 0, 0, 0, 0};
+  for (int limit : {2, 1}) {
+    ScriptedProposerForTests proposer({{a}, {a}, {b}});
+    SearchOptions options;
+    options.barren_expansions_to_exhaust = limit;
+    SearchTree tree(MakeTarget("t", 0.5), 1, options);
+    absl::StatusOr<Expansion> first = tree.ExpandOnce(proposer, ProposeContext{}, 0);
+    ASSERT_TRUE(first.ok() && first->child);
+    // The first child is still pending, so the root is the only node to expand.
+    absl::StatusOr<Expansion> second = tree.ExpandOnce(proposer, ProposeContext{}, 1);
+    ASSERT_TRUE(second.ok());
+    if (limit == 2) {
+      ASSERT_TRUE(second->child);  // the repeat was tolerated; the next call brought b
+      EXPECT_EQ(tree.node(*second->child).candidate_id(), testing::GridId(b));
+      EXPECT_FALSE(tree.node(SearchTree::kRoot).exhausted);
+      EXPECT_EQ(proposer.calls(), 3u);
+    } else {
+      EXPECT_FALSE(second->child);
+      EXPECT_TRUE(tree.node(SearchTree::kRoot).exhausted);
+      EXPECT_EQ(proposer.calls(), 2u);
+    }
+  }
 }
 
 TEST(SearchTreeTest, AProposerWithNothingNewExhaustsTheTree) {

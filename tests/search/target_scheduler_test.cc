@@ -75,7 +75,8 @@ TEST(TargetSchedulerTest, StopsATargetNearItsFloor) {
 }
 
 TEST(TargetSchedulerTest, RespectsIterationBudgetInFlightCapAndFinishedTargets) {
-  TargetScheduler scheduler(SchedulerOptions{.iterations_per_target = 8, .max_in_flight_per_target = 2});
+  TargetScheduler scheduler(
+      SchedulerOptions{.iterations_per_target = 8, .max_in_flight_per_target = 2});
   TargetStatus spent = Status(0.9, 1.0, 8);
   EXPECT_EQ(scheduler.StopReasonFor(spent), StopReason::kIterationBudget);
   TargetStatus busy = Status(0.9, 1.0, 3);

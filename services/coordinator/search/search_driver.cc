@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "services/coordinator/search/seed_derivation.h"
 
 namespace kforge {
@@ -18,26 +19,30 @@ namespace kforge {
 class SearchDriver::Mailbox {
  public:
   void Deliver(int64_t ticket, absl::StatusOr<RunOutcome> outcome) {
-    absl::MutexLock lock(&mu_);
-    outcomes_.insert_or_assign(ticket, std::move(outcome));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      outcomes_.insert_or_assign(ticket, std::move(outcome));
+    }
+    changed_.notify_all();
   }
 
   void Cancel() {
-    absl::MutexLock lock(&mu_);
-    cancelled_ = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    changed_.notify_all();
   }
 
   bool cancelled() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return cancelled_;
   }
 
   // The outcome of `ticket`, waiting for it; nullopt when cancelled first.
   std::optional<absl::StatusOr<RunOutcome>> Take(int64_t ticket) {
-    auto ready = [this, ticket]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      return cancelled_ || outcomes_.contains(ticket);
-    };
-    absl::MutexLock lock(&mu_, absl::Condition(&ready));
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return cancelled_ || outcomes_.contains(ticket); });
     if (cancelled_) return std::nullopt;
     auto it = outcomes_.find(ticket);
     absl::StatusOr<RunOutcome> outcome = std::move(it->second);
@@ -46,15 +51,17 @@ class SearchDriver::Mailbox {
   }
 
   int64_t NextTicket() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return next_ticket_++;
   }
 
  private:
-  absl::Mutex mu_;
-  std::map<int64_t, absl::StatusOr<RunOutcome>> outcomes_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  // std::mutex rather than absl::Mutex: ThreadSanitizer sees it in an uninstrumented absl.
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<int64_t, absl::StatusOr<RunOutcome>> outcomes_;
+  bool cancelled_ = false;
+  int64_t next_ticket_ = 0;
 };
 
 namespace {
@@ -68,8 +75,7 @@ void AddUsage(const v1::LlmUsage& from, v1::LlmUsage* to) {
 
 }  // namespace
 
-SearchDriver::SearchDriver(Proposer& proposer, CandidateRunner& runner,
-                           SearchDriverOptions options)
+SearchDriver::SearchDriver(Proposer& proposer, CandidateRunner& runner, SearchDriverOptions options)
     : proposer_(proposer),
       runner_(runner),
       options_(std::move(options)),
@@ -114,8 +120,7 @@ void SearchDriver::Cancel() { mailbox_->Cancel(); }
 
 double SearchDriver::Now() const {
   if (options_.clock) return options_.clock();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 TargetStatus SearchDriver::StatusOf(size_t target) const {
@@ -160,8 +165,7 @@ v1::TargetProgress SearchDriver::ProgressOf(size_t target) const {
   return progress;
 }
 
-int64_t SearchDriver::Dispatch(size_t target, const v1::Candidate& candidate,
-                               bool fresh_process) {
+int64_t SearchDriver::Dispatch(size_t target, const v1::Candidate& candidate, bool fresh_process) {
   const int64_t ticket = mailbox_->NextTicket();
   std::shared_ptr<Mailbox> mailbox = mailbox_;
   runner_.Run(targets_[target].tree.target(), candidate, RunOptions{.fresh_process = fresh_process},
@@ -238,6 +242,7 @@ absl::StatusOr<SearchResult> SearchDriver::Run() {
       if (!expansion.ok()) {
         t.finished = StopReason::kProposerError;
         t.error = std::string(expansion.status().message());
+        Checkpoint(*pick);  // the failed call still counts toward the node's next seed
         continue;
       }
       AddUsage(expansion->usage, &llm_usage_);
@@ -266,9 +271,8 @@ absl::StatusOr<SearchResult> SearchDriver::Run() {
     if (!outcome->ok()) {
       mailbox_->Cancel();  // nothing else in flight is backed up after a runner failure
       return absl::Status(outcome->status().code(),
-                          absl::StrCat("candidate runner failed on target ",
-                                       t.tree.target().id(), ": ",
-                                       outcome->status().message()));
+                          absl::StrCat("candidate runner failed on target ", t.tree.target().id(),
+                                       ": ", outcome->status().message()));
     }
     if (absl::Status backed_up = t.tree.Backup(front.node, **outcome); !backed_up.ok()) {
       return backed_up;
@@ -334,8 +338,8 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
       std::vector<int64_t> tickets;
       for (size_t k = begin; k < end; ++k) {
         const size_t i = batch[k];
-        tickets.push_back(Dispatch(
-            i, targets_[i].tree.node(ranked[i][round]).evaluated.candidate(), true));
+        tickets.push_back(
+            Dispatch(i, targets_[i].tree.node(ranked[i][round]).evaluated.candidate(), true));
       }
       for (size_t k = begin; k < end; ++k) {
         const size_t i = batch[k];
@@ -343,10 +347,10 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
         if (!outcome) return absl::CancelledError("search cancelled during re-confirmation");
         if (!outcome->ok()) {
           mailbox_->Cancel();
-          return absl::Status(outcome->status().code(),
-                              absl::StrCat("candidate runner failed re-confirming target ",
-                                           targets_[i].tree.target().id(), ": ",
-                                           outcome->status().message()));
+          return absl::Status(
+              outcome->status().code(),
+              absl::StrCat("candidate runner failed re-confirming target ",
+                           targets_[i].tree.target().id(), ": ", outcome->status().message()));
         }
         const SearchTreeNode& node = targets_[i].tree.node(ranked[i][round]);
         v1::EvaluatedCandidate confirmed;
@@ -366,11 +370,11 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
           on_progress_(event);
         }
         if (!passed) {
-          results[i].notes.push_back(absl::StrCat(
-              "candidate ", node.candidate_id(), " passed in the search at ", node.speedup(),
-              "x but failed re-confirmation in a fresh process: ",
-              v1::Verdict_Name(confirmed.evaluation().verdict()), " ",
-              confirmed.evaluation().diagnostics().message()));
+          results[i].notes.push_back(
+              absl::StrCat("candidate ", node.candidate_id(), " passed in the search at ",
+                           node.speedup(), "x but failed re-confirmation in a fresh process: ",
+                           v1::Verdict_Name(confirmed.evaluation().verdict()), " ",
+                           confirmed.evaluation().diagnostics().message()));
           continue;
         }
         settled[i] = true;

@@ -38,13 +38,13 @@
 namespace kforge {
 
 struct SearchDriverOptions {
-  uint64_t seed = 0;  // the run seed; each target's tree seed derives from it and its id
-  int max_in_flight = 4;  // evaluations outstanding across all targets
+  uint64_t seed = 0;           // the run seed; each target's tree seed derives from it and its id
+  int max_in_flight = 4;       // evaluations outstanding across all targets
   double time_budget_s = 0.0;  // wall time for the search loop; 0: unlimited
   // Winners tried in a fresh process per target, fastest first, until one passes there.
   // 0 reports the search's best without re-confirmation (reconfirmed stays false).
   int max_reconfirmations = 3;
-  SearchOptions search;       // for new trees; resumed trees keep their stored parameters
+  SearchOptions search;  // for new trees; resumed trees keep their stored parameters
   SchedulerOptions scheduler;
   ProposeContext propose;
   std::function<double()> clock;  // monotonic seconds; default std::chrono::steady_clock
@@ -71,7 +71,7 @@ struct TargetSearchResult {
   std::optional<v1::EvaluatedCandidate> best;
   double search_best_speedup = 0.0;  // best in-search speedup (biased high: best of many)
   StopReason stop_reason = StopReason::kNone;
-  std::string error;  // proposer error or refusal
+  std::string error;               // proposer error or refusal
   std::vector<std::string> notes;  // e.g. a winner that failed re-confirmation
 };
 

@@ -31,6 +31,7 @@ v1::SearchParameters ToProto(const SearchOptions& options) {
   p.set_reference_speedup(options.reference_speedup);
   p.set_virtual_loss(options.virtual_loss);
   p.set_proposals_per_expansion(options.proposals_per_expansion);
+  p.set_barren_expansions_to_exhaust(options.barren_expansions_to_exhaust);
   return p;
 }
 
@@ -43,21 +44,24 @@ SearchOptions SearchOptionsFromProto(const v1::SearchParameters& p) {
   options.reference_speedup = p.reference_speedup();
   options.virtual_loss = p.virtual_loss();
   options.proposals_per_expansion = p.proposals_per_expansion();
+  options.barren_expansions_to_exhaust = p.barren_expansions_to_exhaust();
   return options;
 }
 
 SearchTree::SearchTree(v1::Target target, uint64_t seed, SearchOptions options)
     : target_(std::move(target)), seed_(seed), options_(options) {
   options_.proposals_per_expansion = std::max(1, options_.proposals_per_expansion);
+  options_.barren_expansions_to_exhaust = std::max(1, options_.barren_expansions_to_exhaust);
   nodes_.emplace_back();  // the root: eager
 }
 
 absl::StatusOr<SearchTree> SearchTree::FromState(const v1::SearchTreeState& state) {
   if (state.format_version() != kFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "search tree state has format_version ", state.format_version(), ", this build reads ",
-        kFormatVersion, "; resume with the kforge version that wrote it or start the target "
-        "afresh"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("search tree state has format_version ", state.format_version(),
+                     ", this build reads ", kFormatVersion,
+                     "; resume with the kforge version that wrote it or start the target "
+                     "afresh"));
   }
   if (state.nodes_size() == 0 || state.nodes(0).parent() != -1) {
     return absl::InvalidArgumentError(
@@ -73,15 +77,15 @@ absl::StatusOr<SearchTree> SearchTree::FromState(const v1::SearchTreeState& stat
     node.parent = s.parent();
     if (i > 0) {
       if (s.parent() < 0 || s.parent() >= i) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "search tree node ", i, " has parent ", s.parent(),
-            "; parents must precede their children. The stored tree is corrupt."));
+        return absl::InvalidArgumentError(
+            absl::StrCat("search tree node ", i, " has parent ", s.parent(),
+                         "; parents must precede their children. The stored tree is corrupt."));
       }
       const std::string& id = s.evaluated().candidate().id();
       if (id.empty() || !tree.index_by_candidate_.emplace(id, i).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "search tree node ", i, " has an empty or duplicate candidate id '", id,
-            "'. The stored tree is corrupt."));
+        return absl::InvalidArgumentError(absl::StrCat("search tree node ", i,
+                                                       " has an empty or duplicate candidate id '",
+                                                       id, "'. The stored tree is corrupt."));
       }
       tree.nodes_[s.parent()].children.push_back(i);
     }
@@ -208,8 +212,7 @@ uint64_t SearchTree::NextExpansionSeed(int node) const {
                     static_cast<uint64_t>(n.expansions));
 }
 
-v1::ProposeRequest SearchTree::BuildProposeRequest(int node,
-                                                   const ProposeContext& context) const {
+v1::ProposeRequest SearchTree::BuildProposeRequest(int node, const ProposeContext& context) const {
   const SearchTreeNode& n = nodes_.at(node);
   v1::ProposeRequest request;
   *request.mutable_target() = target_;
@@ -233,9 +236,9 @@ absl::StatusOr<int> SearchTree::AddPendingChild(int parent, v1::Candidate candid
         absl::StrCat("no node ", parent, " in the search tree of target ", target_.id()));
   }
   if (!CanHaveChildren(parent)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node ", parent, " of target ", target_.id(),
-        " is pending or failed and cannot have children; expand a passing node"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", parent, " of target ", target_.id(),
+                     " is pending or failed and cannot have children; expand a passing node"));
   }
   if (candidate.id().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -243,9 +246,8 @@ absl::StatusOr<int> SearchTree::AddPendingChild(int parent, v1::Candidate candid
         "' has no id; proposers must set Candidate.id = sha256 over source + launch plan"));
   }
   if (index_by_candidate_.contains(candidate.id())) {
-    return absl::AlreadyExistsError(absl::StrCat("candidate ", candidate.id(),
-                                                 " is already in the tree of target ",
-                                                 target_.id()));
+    return absl::AlreadyExistsError(absl::StrCat(
+        "candidate ", candidate.id(), " is already in the tree of target ", target_.id()));
   }
   const int index = size();
   SearchTreeNode child;
@@ -263,11 +265,10 @@ absl::StatusOr<int> SearchTree::AddPendingChild(int parent, v1::Candidate candid
   return index;
 }
 
-absl::StatusOr<Expansion> SearchTree::ExpandOnce(Proposer& proposer,
-                                                 const ProposeContext& context,
+absl::StatusOr<Expansion> SearchTree::ExpandOnce(Proposer& proposer, const ProposeContext& context,
                                                  int64_t dispatch_sequence) {
   Expansion expansion;
-  // Each failed attempt marks a node exhausted, so this ends within size() + 1 attempts.
+  // Every barren call brings a node closer to exhaustion, so this loop ends.
   while (std::optional<int> selected = SelectNodeToExpand()) {
     const v1::ProposeRequest request = BuildProposeRequest(*selected, context);
     absl::StatusOr<v1::ProposeResponse> response = proposer.Propose(request);
@@ -288,16 +289,20 @@ absl::StatusOr<Expansion> SearchTree::ExpandOnce(Proposer& proposer,
       expansion.child = *child;
       return expansion;
     }
-    nodes_[*selected].exhausted = true;
+    SearchTreeNode& barren = nodes_[*selected];
+    const int barren_calls = barren.expansions - static_cast<int>(barren.children.size());
+    if (!response->refusal().empty() || barren_calls >= options_.barren_expansions_to_exhaust) {
+      barren.exhausted = true;
+    }
   }
   return expansion;
 }
 
 absl::Status SearchTree::Backup(int node, const RunOutcome& outcome) {
   if (node <= kRoot || node >= size() || !nodes_[node].pending) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node ", node, " of target ", target_.id(),
-        " is not a pending candidate; back up each dispatched node exactly once"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node, " of target ", target_.id(),
+                     " is not a pending candidate; back up each dispatched node exactly once"));
   }
   SearchTreeNode& n = nodes_[node];
   *n.evaluated.mutable_compile() = outcome.compile;

@@ -12,7 +12,7 @@
 //   Q = w * mean' + (1 - w) * best-in-subtree: the best matters because only the best kernel
 //   is kept, the mean because one lucky sample is noise. When no child can be descended
 //   into (all failed, pending, or dead subtrees), the node widens past its limit rather than
-//   stall; a node the proposer has nothing new for is marked exhausted.
+//   stall; a node the proposer keeps having nothing new for is marked exhausted.
 // - Failed children (every verdict but PASS) stay in the tree and go to the proposer as
 //   siblings, so the next proposal sees what broke and why; they are never expanded or
 //   descended into. A fix of a broken kernel therefore arrives as a sibling whose parent is a
@@ -63,6 +63,9 @@ struct SearchOptions {
   // becomes the child. More than one lets a proposer that ignores siblings still make
   // progress; an LLM backend would rather set 1.
   int proposals_per_expansion = 4;
+  // A node is exhausted after this many proposer calls that brought nothing new (an LLM may
+  // repeat itself once; the next call has another seed), or at once on a refusal.
+  int barren_expansions_to_exhaust = 2;
 };
 
 // What the proposer is told besides the tree: the GPU, the backend name and the job.
@@ -127,9 +130,10 @@ class SearchTree {
   // children (a failed or pending node).
   absl::StatusOr<int> AddPendingChild(int parent, v1::Candidate candidate,
                                       int64_t dispatch_sequence);
-  // Selects, asks `proposer`, and adds the first new candidate as a pending child. A node
-  // for which the proposer returns nothing new is marked exhausted and selection repeats.
-  // A proposer error is returned as is.
+  // Selects, asks `proposer`, and adds the first new candidate as a pending child. When the
+  // proposer returns nothing new, selection repeats; a node gets exhausted after
+  // barren_expansions_to_exhaust such calls (barren calls = expansions - children), or on a
+  // refusal. A proposer error is returned as is.
   absl::StatusOr<Expansion> ExpandOnce(Proposer& proposer, const ProposeContext& context,
                                        int64_t dispatch_sequence);
   // Records the outcome of a pending node and backs its reward up to the root.

@@ -7,14 +7,22 @@ namespace kforge {
 
 std::string_view StopReasonName(StopReason reason) {
   switch (reason) {
-    case StopReason::kNone: return "none";
-    case StopReason::kNearFloor: return "near_floor";
-    case StopReason::kIterationBudget: return "iteration_budget";
-    case StopReason::kExhausted: return "exhausted";
-    case StopReason::kRefused: return "refused";
-    case StopReason::kProposerError: return "proposer_error";
-    case StopReason::kTimeBudget: return "time_budget";
-    case StopReason::kCancelled: return "cancelled";
+    case StopReason::kNone:
+      return "none";
+    case StopReason::kNearFloor:
+      return "near_floor";
+    case StopReason::kIterationBudget:
+      return "iteration_budget";
+    case StopReason::kExhausted:
+      return "exhausted";
+    case StopReason::kRefused:
+      return "refused";
+    case StopReason::kProposerError:
+      return "proposer_error";
+    case StopReason::kTimeBudget:
+      return "time_budget";
+    case StopReason::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }

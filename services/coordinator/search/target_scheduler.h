@@ -43,7 +43,7 @@ enum class StopReason {
   kExhausted,        // the proposer has nothing new for any node
   kRefused,          // the proposer covers no family of this target
   kProposerError,
-  kTimeBudget,       // the job's wall-time budget ran out
+  kTimeBudget,  // the job's wall-time budget ran out
   kCancelled,
 };
 std::string_view StopReasonName(StopReason reason);

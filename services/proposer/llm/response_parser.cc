@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/launch_plan.h"
 #include "nlohmann/json.hpp"
+#include "services/proposer/llm/string_view_compat.h"
 
 namespace kforge {
 namespace {
@@ -27,15 +28,15 @@ struct FencedBlock {
   bool terminated = false;
 };
 
-std::vector<FencedBlock> FindFencedBlocks(std::string_view text) {
+std::vector<FencedBlock> FindFencedBlocks(absl::string_view text) {
   std::vector<FencedBlock> blocks;
   FencedBlock* open = nullptr;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
-    std::string_view trimmed = absl::StripLeadingAsciiWhitespace(line);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(line);
     const bool fence = absl::StartsWith(trimmed, "```");
     if (open == nullptr) {
       if (!fence) continue;
-      std::string_view info = absl::StripAsciiWhitespace(trimmed.substr(3));
+      absl::string_view info = absl::StripAsciiWhitespace(trimmed.substr(3));
       info = info.substr(0, std::min(info.find_first_of(" \t{"), info.size()));
       blocks.push_back({absl::AsciiStrToLower(info), "", false});
       open = &blocks.back();
@@ -57,7 +58,7 @@ bool IsCodeInfo(const std::string& info) {
 
 bool IsPlanInfo(const std::string& info) { return info == "json" || info == "jsonc"; }
 
-v1::Rejection Reject(std::string_view reason, std::string message) {
+v1::Rejection Reject(absl::string_view reason, std::string message) {
   v1::Rejection rejection;
   rejection.set_reason(std::string(reason));
   rejection.set_message(std::move(message));
@@ -204,8 +205,8 @@ bool TakesKfArgs(const KernelDecl& kernel) {
 
 // --- includes ---
 
-bool IsAllowedInclude(std::string_view path) {
-  static const absl::flat_hash_set<std::string_view> kExact = {
+bool IsAllowedInclude(absl::string_view path) {
+  static const absl::flat_hash_set<absl::string_view> kExact = {
       "kforge_device.h",      "cuda_fp16.h",
       "cuda_bf16.h",          "cuda_fp8.h",
       "cuda_fp4.h",           "cuda_fp6.h",
@@ -220,11 +221,11 @@ bool IsAllowedInclude(std::string_view path) {
          absl::StartsWith(path, "cooperative_groups/");
 }
 
-std::optional<v1::Rejection> CheckIncludes(std::string_view code) {
+std::optional<v1::Rejection> CheckIncludes(absl::string_view code) {
   int line_number = 0;
-  for (std::string_view line : absl::StrSplit(code, '\n')) {
+  for (absl::string_view line : absl::StrSplit(code, '\n')) {
     ++line_number;
-    std::string_view rest = absl::StripLeadingAsciiWhitespace(line);
+    absl::string_view rest = absl::StripLeadingAsciiWhitespace(line);
     if (!absl::ConsumePrefix(&rest, "#")) continue;
     rest = absl::StripLeadingAsciiWhitespace(rest);
     if (!absl::ConsumePrefix(&rest, "include")) continue;
@@ -267,11 +268,11 @@ std::optional<v1::Rejection> HostCode(int line, std::string what) {
 }
 
 std::optional<v1::Rejection> CheckHostCode(const std::vector<Token>& tokens) {
-  static const absl::flat_hash_set<std::string_view> kHostCalls = {
+  static const absl::flat_hash_set<absl::string_view> kHostCalls = {
       "malloc", "calloc", "realloc", "free",   "fopen",  "fclose", "fread",  "fwrite",
       "fprintf", "fputs", "fscanf",  "system", "popen",  "fork",   "execv",  "execvp",
       "execl",  "execlp", "execve",  "dlopen", "getenv", "exit",   "remove", "unlink"};
-  static const absl::flat_hash_set<std::string_view> kHostNames = {
+  static const absl::flat_hash_set<absl::string_view> kHostNames = {
       "PYBIND11_MODULE", "pybind11", "load_inline", "ofstream", "ifstream",
       "fstream",         "cout",     "cerr",        "FILE"};
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -321,7 +322,8 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
     // Parse again with exceptions to get the position of the error.
     std::string detail = "not valid JSON";
     try {
-      (void)nlohmann::json::parse(plan_text);
+      nlohmann::json reparsed = nlohmann::json::parse(plan_text);
+      (void)reparsed;
     } catch (const nlohmann::json::exception& error) {
       detail = error.what();
     }
@@ -428,7 +430,7 @@ ParseResult ParseLlmAnswer(std::string_view text) {
   ParseResult result;
   std::vector<const FencedBlock*> code_blocks;
   std::vector<const FencedBlock*> plan_blocks;
-  const std::vector<FencedBlock> blocks = FindFencedBlocks(text);
+  const std::vector<FencedBlock> blocks = FindFencedBlocks(Av(text));
   for (const FencedBlock& block : blocks) {
     const bool untagged = block.info.empty();
     const bool looks_like_json =

@@ -715,12 +715,18 @@ class RowKernelGenerator : public KernelGenerator {
     return "";
   }
 
-  int64_t SharedBytes(const Config& c) const override {
+  // The reduction scratchpads: independent of the shape.
+  int64_t StaticSharedBytes(const Config& c) const {
     const int rpb = c.GetInt("rows_per_block"), rt = c.GetInt("row_threads");
-    const bool two_pass = TwoPass(c);
-    const int stat = StatBytes(p_.op, two_pass);
+    const int stat = StatBytes(p_.op, TwoPass(c));
     int64_t bytes = int64_t{rpb} * std::max(1, rt / 32) * stat;
     if (c.GetInt("split") > 1 && c.Get("split_mode") == "cluster") bytes += int64_t{rpb} * stat;
+    return bytes;
+  }
+
+  int64_t SharedBytes(const Config& c) const override {
+    const int rpb = c.GetInt("rows_per_block");
+    int64_t bytes = StaticSharedBytes(c);
     if (!per_row_ && c.Get("cache") == "smem") {
       bytes += int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
     }
@@ -886,16 +892,16 @@ class RowKernelGenerator : public KernelGenerator {
     plan.let.push_back({"CHUNK", absl::StrCat("ceil_div(ceil_div(COLS, ", split, "), ", vec, ") * ", vec)});
     std::string grid_x = "ROW_BLOCKS";
     if (c.Get("grid") == "stride") {
+      // Occupancy without the row cache, whose size depends on the shape: the plan must not.
       int regs = 40 + 2 * vec * unroll + cap;
-      const int per_sm = std::max(1, BlocksPerSm(gpu_, rt * rpb, SharedBytes(c), regs));
+      const int per_sm = std::max(1, BlocksPerSm(gpu_, rt * rpb, StaticSharedBytes(c), regs));
       plan.let.push_back({"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", per_sm, ")")});
       grid_x = "GRID_X";
     }
     std::string shared = "0";
     if (cache == "smem") {
-      const int64_t static_bytes = SharedBytes(c) - int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
       shared = absl::StrCat("min(", rpb, " * CHUNK * ", ElementSize(p_.in_dtype), ", ",
-                            gpu_.shared_bytes_per_block_optin - static_bytes, ")");
+                            gpu_.shared_bytes_per_block_optin - StaticSharedBytes(c), ")");
     }
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (scratch) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
@@ -190,7 +191,7 @@ std::string DTypeName(v1::DType dtype) {
     case v1::FLOAT32: return "float32";
     case v1::FLOAT16: return "float16";
     case v1::BFLOAT16: return "bfloat16";
-    default: return v1::DType_Name(dtype);
+    default: return absl::AsciiStrToLower(v1::DType_Name(dtype));
   }
 }
 

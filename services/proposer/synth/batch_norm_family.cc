@@ -1,0 +1,301 @@
+// BatchNormFamily: batch_norm in inference (training=False) over contiguous (N, C, *)
+// tensors: y = (x - running_mean[c]) * rsqrt(running_var[c] + eps) * weight[c] + bias[c].
+// Flat mode walks elements and derives the channel per element; plane mode gives each
+// (n, c) plane to a block that computes its channel's scale once.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "services/proposer/synth/family.h"
+#include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/target_args.h"
+
+namespace kforge::synth {
+namespace {
+
+struct BatchNormProblem {
+  v1::DType in_dtype = v1::FLOAT32, out_dtype = v1::FLOAT32;
+  // Input indices of weight, bias, running_mean, running_var (-1: absent) and their dtypes.
+  int index[4] = {-1, -1, -1, -1};
+  v1::DType dtype[4] = {v1::FLOAT32, v1::FLOAT32, v1::FLOAT32, v1::FLOAT32};
+  double eps = 1e-5;
+  int64_t numel = 0, channels = 1, plane = 1;  // captured, for the prior
+};
+
+constexpr char kEngine[] = R"(
+struct KfChannel { float mean; float scale; float shift; };
+
+// The channel's affine transform in the (x - mean) * scale + shift form eager uses.
+__device__ __forceinline__ KfChannel kf_channel(const KfArgs& args, kf_i64 c) {
+  KfChannel ch;
+  ch.mean = kf_to_float(reinterpret_cast<const TM*>(args.inputs[KF_MEAN].data)[c]);
+  const float var = kf_to_float(reinterpret_cast<const TV*>(args.inputs[KF_VAR].data)[c]);
+  ch.scale = rsqrtf(var + KF_EPS);
+#if KF_WEIGHT >= 0
+  ch.scale *= kf_to_float(reinterpret_cast<const TW*>(args.inputs[KF_WEIGHT].data)[c]);
+#endif
+#if KF_BIAS >= 0
+  ch.shift = kf_to_float(reinterpret_cast<const TB*>(args.inputs[KF_BIAS].data)[c]);
+#else
+  ch.shift = 0.f;
+#endif
+  return ch;
+}
+
+#if KF_PLANE
+// Plane mode: blockIdx.x walks the (n, c) planes; the block's threads walk the plane.
+template <int V>
+__device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64 channels,
+                                       kf_i64 hw) {
+  const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
+  TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
+  const kf_i64 nv = hw / V;
+  for (kf_i64 plane = blockIdx.x; plane < planes; plane += gridDim.x) {
+    const KfChannel ch = kf_channel(args, plane % channels);
+    const TI* xp = x + plane * hw;
+    TO* yp = y + plane * hw;
+    for (kf_i64 base = (kf_i64)blockIdx.y * KF_THREADS * KF_ILP + threadIdx.x; base < nv;
+         base += (kf_i64)gridDim.y * KF_THREADS * KF_ILP) {
+      float v[KF_ILP][V];
+#pragma unroll
+      for (int j = 0; j < KF_ILP; ++j) {
+        const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+        if (k < nv) kf_load<V>(xp + k * V, v[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < KF_ILP; ++j) {
+        const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+        if (k < nv) {
+          float o[V];
+#pragma unroll
+          for (int i = 0; i < V; ++i) o[i] = (v[j][i] - ch.mean) * ch.scale + ch.shift;
+          kf_store<V>(yp + k * V, o);
+        }
+      }
+    }
+  }
+}
+#else
+// Flat mode: a vector never straddles channels (hw % V == 0 on the vector path).
+template <int V>
+__device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64 channels,
+                                       kf_i64 hw) {
+  const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
+  TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
+  const kf_i64 nv = planes * hw / V;
+  const kf_i64 step = (kf_i64)gridDim.x * KF_THREADS * KF_ILP;
+  for (kf_i64 base = (kf_i64)blockIdx.x * KF_THREADS * KF_ILP + threadIdx.x; base < nv;
+       base += step) {
+    float v[KF_ILP][V];
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      if (k < nv) kf_load<V>(x + k * V, v[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      if (k < nv) {
+        const KfChannel ch = kf_channel(args, (k * V / hw) % channels);
+        float o[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) o[i] = (v[j][i] - ch.mean) * ch.scale + ch.shift;
+        kf_store<V>(y + k * V, o);
+      }
+    }
+  }
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_batch_norm(KfArgs args) {
+  const KfTensor& x = args.inputs[0];
+  const kf_i64 channels = x.sizes[1];
+  const kf_i64 planes = x.sizes[0] * channels;
+  const kf_i64 hw = planes > 0 ? x.numel / planes : 0;
+  const bool vec_ok = KF_VEC > 1 && hw % KF_VEC == 0 &&
+                      kf_aligned(x.data, KF_VEC * (int)sizeof(TI)) &&
+                      kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
+  if (vec_ok) {
+    kf_run<KF_VEC>(args, planes, channels, hw);
+  } else {
+    kf_run<1>(args, planes, channels, hw);
+  }
+}
+)";
+
+class BatchNormGenerator : public KernelGenerator {
+ public:
+  BatchNormGenerator(const BatchNormProblem& p, const GpuModel& gpu) : p_(p), gpu_(gpu) {
+    space_ = ParamSpace({
+        {"mode", {"flat", "plane"}, "walk elements (channel per element) or (n, c) planes"},
+        {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"vec", {"1", "2", "4", "8"}, "elements per load/store (16 bytes at most)"},
+        {"ilp", {"1", "2", "4"}, "vectors in flight per thread"},
+        {"grid", {"oneshot", "stride"}, "one block per tile, or num_sms * occupancy blocks"},
+    });
+  }
+
+  const ParamSpace& Space() const override { return space_; }
+  Config Canonicalize(const Config& c) const override { return c; }
+
+  std::string Check(const Config& c) const override {
+    const int size = std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype));
+    if (c.GetInt("vec") * size > 16) return "loads wider than 16 bytes";
+    if (c.GetInt("vec") > 1 && p_.plane % c.GetInt("vec") != 0) {
+      return absl::StrCat("planes of ", p_.plane, " elements do not split into vectors of ",
+                          c.GetInt("vec"));
+    }
+    return "";
+  }
+
+  int64_t SharedBytes(const Config&) const override { return 0; }
+
+  double MinBytes() const override {
+    return double(p_.numel) * (ElementSize(p_.in_dtype) + ElementSize(p_.out_dtype));
+  }
+
+  double EstimateSeconds(const Config& c) const override {
+    const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    const bool plane = c.Get("mode") == "plane";
+    const double n = std::max<int64_t>(1, p_.numel);
+    const double per_block = double(threads) * vec * ilp;
+    const int regs = 30 + vec * ilp * 2;
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, regs));
+    double blocks, active = 1.0;
+    if (plane) {
+      const double planes = std::max<int64_t>(1, p_.numel / std::max<int64_t>(1, p_.plane));
+      const double per_plane = std::ceil(p_.plane / per_block);
+      blocks = planes * per_plane;
+      active = std::min(1.0, p_.plane / (per_block * per_plane));
+    } else {
+      blocks = std::ceil(n / per_block);
+    }
+    const double grid = c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
+    LaunchCost launch;
+    launch.blocks = grid;
+    launch.threads = threads;
+    launch.registers = regs;
+    launch.dram_bytes = MinBytes();
+    launch.bytes_in_flight_per_thread = active * vec * ilp * ElementSize(p_.in_dtype);
+    // Flat mode divides per vector and re-reads the channel's four parameters.
+    launch.ops = n * (plane ? 3 : 3 + 40.0 / vec) / active;
+    launch.block_latency_cycles = std::ceil(blocks / grid) * (plane ? 1200 : 700);
+    return synth::EstimateLaunchSeconds(gpu_, launch);
+  }
+
+  absl::StatusOr<GeneratedKernel> Generate(const Config& c) const override {
+    if (std::string why = Check(c); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("config ", c.ToString(), ": ", why));
+    }
+    const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    const bool plane = c.Get("mode") == "plane";
+    std::string src = absl::StrCat("// kforge synth: batch_norm inference, ", c.ToString(), "\n");
+    src += DevicePreamble({});
+    const char* types[4] = {"TW", "TB", "TM", "TV"};
+    absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype), " TI;\ntypedef ",
+                    CudaType(p_.out_dtype), " TO;\n");
+    for (int i = 0; i < 4; ++i) {
+      absl::StrAppend(&src, "typedef ", CudaType(p_.index[i] >= 0 ? p_.dtype[i] : v1::FLOAT32), " ",
+                      types[i], ";\n");
+    }
+    absl::StrAppend(&src, "#define KF_THREADS ", threads, "\n#define KF_VEC ", vec,
+                    "\n#define KF_ILP ", ilp, "\n#define KF_PLANE ", plane ? 1 : 0,
+                    "\n#define KF_WEIGHT ", p_.index[0], "\n#define KF_BIAS ", p_.index[1],
+                    "\n#define KF_MEAN ", p_.index[2], "\n#define KF_VAR ", p_.index[3],
+                    "\n#define KF_EPS ", FloatLiteral(p_.eps), "\n");
+    src += kEngine;
+    PlanSpec plan;
+    plan.let = {{"N", "in0_numel"},
+                {"PLANES", "in0_size0 * in0_size1"},
+                {"HW", "N / max(PLANES, 1)"}};
+    std::string grid_x, grid_y = "1";
+    const int per_block = threads * vec * ilp;
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, 30 + vec * ilp * 2));
+    if (plane) {
+      plan.let.push_back({"TILES", absl::StrCat("max(1, ceil_div(HW, ", per_block, "))")});
+      grid_x = c.Get("grid") == "stride"
+                   ? absl::StrCat("max(1, min(PLANES, ceil_div(num_sms * ", per_sm, ", TILES)))")
+                   : "max(1, PLANES)";
+      grid_y = "min(TILES, 65535)";
+    } else {
+      plan.let.push_back({"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", per_block, "))")});
+      grid_x = c.Get("grid") == "stride" ? absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")
+                                         : "BLOCKS";
+    }
+    plan.launches.push_back({"kf_batch_norm", {grid_x, grid_y, "1"}, {threads, 1, 1}, "0", {}});
+    plan.alignment_bytes =
+        vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype)) : 0;
+    return GeneratedKernel{std::move(src), PlanJson(plan)};
+  }
+
+ private:
+  BatchNormProblem p_;
+  GpuModel gpu_;
+  ParamSpace space_;
+};
+
+class BatchNormFamily : public Family {
+ public:
+  std::string Name() const override { return "batch_norm"; }
+  std::vector<std::string> Ops() const override { return {"aten::batch_norm"}; }
+
+  absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
+                                                        const GpuModel& gpu) const override {
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    if (args.OpName() != "batch_norm") {
+      return absl::UnimplementedError(absl::StrCat("batch_norm family does not cover ",
+                                                   target.nodes(0).op()));
+    }
+    KF_ASSIGN_OR_RETURN(bool training, args.Bool("training", 5));
+    if (training) {
+      return absl::UnimplementedError(
+          "batch_norm with training=True updates running statistics; the synthesizer covers "
+          "inference (model.eval()) only");
+    }
+    KF_ASSIGN_OR_RETURN(int x, args.RequiredInput("input", 0));
+    if (x != 0) return absl::UnimplementedError("the input must be the target's first input");
+    const v1::TensorSignature& in = args.input(0);
+    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
+    KF_RETURN_IF_ERROR(RequireDenseFloat(args.output(0), "output"));
+    if (in.sizes_size() < 2) return absl::UnimplementedError("batch_norm needs (N, C, ...) input");
+    BatchNormProblem p;
+    p.in_dtype = in.dtype();
+    p.out_dtype = args.output(0).dtype();
+    p.channels = in.sizes(1);
+    p.numel = Numel(in);
+    const int64_t planes = in.sizes(0) * p.channels;
+    p.plane = planes > 0 ? p.numel / planes : 1;
+    const char* names[4] = {"weight", "bias", "running_mean", "running_var"};
+    for (int i = 0; i < 4; ++i) {
+      std::optional<int> index = args.InputIndex(names[i], i + 1);
+      if (!index.has_value()) {
+        if (i >= 2) {
+          return absl::UnimplementedError(absl::StrCat(
+              "batch_norm without ", names[i], " normalizes with batch statistics; the "
+              "synthesizer covers inference with running statistics only"));
+        }
+        if (!args.IsNone(names[i], i + 1)) {
+          return absl::UnimplementedError(absl::StrCat("batch_norm: ", names[i], " is not a tensor input"));
+        }
+        continue;
+      }
+      KF_RETURN_IF_ERROR(RequireDenseFloat(args.input(*index), names[i]));
+      if (Numel(args.input(*index)) != p.channels) {
+        return absl::InvalidArgumentError(absl::StrCat("batch_norm: ", names[i], " has ",
+                                                       Numel(args.input(*index)),
+                                                       " elements for ", p.channels, " channels"));
+      }
+      p.index[i] = *index;
+      p.dtype[i] = args.input(*index).dtype();
+    }
+    KF_ASSIGN_OR_RETURN(p.eps, args.Float("eps", 7));
+    return std::unique_ptr<KernelGenerator>(std::make_unique<BatchNormGenerator>(p, gpu));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Family> MakeBatchNormFamily() { return std::make_unique<BatchNormFamily>(); }
+
+}  // namespace kforge::synth

@@ -1,0 +1,361 @@
+// ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, and add / mul with
+// broadcasting (each broadcast input is read through its own sizes and strides). Flat
+// inputs of one shape take the vectorized path; anything else the per-element index path.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "services/proposer/synth/family.h"
+#include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/target_args.h"
+
+namespace kforge::synth {
+namespace {
+
+enum class UnaryOp { kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kAdd, kMul };
+
+struct ElementwiseProblem {
+  UnaryOp op = UnaryOp::kRelu;
+  int num_inputs = 1;
+  v1::DType in_dtype[2] = {v1::FLOAT32, v1::FLOAT32};
+  v1::DType out_dtype = v1::FLOAT32;
+  double alpha = 1.0;
+  bool broadcast = false;  // some input is not of the output's shape
+  int64_t numel = 0;
+  std::string name;
+};
+
+constexpr char kEngine[] = R"(
+// Whether `t` is dense with exactly the output's sizes, so element e sits at offset e.
+__device__ __forceinline__ bool kf_flat(const KfTensor& t, const KfTensor& out) {
+  if (t.ndim != out.ndim) return false;
+  kf_i64 expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != out.sizes[d]) return false;
+    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+// Offset in `t` of output element `e` under broadcasting (dims aligned from the right; a
+// size-1 dim of `t` repeats).
+__device__ __forceinline__ kf_i64 kf_offset(const KfTensor& t, const KfTensor& out, kf_i64 e) {
+  kf_i64 offset = 0;
+  const int shift = out.ndim - t.ndim;
+  for (int d = out.ndim - 1; d >= 0; --d) {
+    const kf_i64 size = out.sizes[d];
+    const kf_i64 coord = size > 0 ? e % size : 0;
+    e = size > 0 ? e / size : 0;
+    const int td = d - shift;
+    if (td >= 0 && t.sizes[td] != 1) offset += coord * t.strides[td];
+  }
+  return offset;
+}
+
+// Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
+template <int V>
+__device__ __forceinline__ void kf_run(const KfArgs& args, bool flat0, bool flat1) {
+  const KfTensor& out = args.outputs[0];
+  const kf_i64 n = out.numel;
+  const kf_i64 nv = n / V;
+  const T0* x0 = reinterpret_cast<const T0*>(args.inputs[0].data);
+#if KF_NIN == 2
+  const T1* x1 = reinterpret_cast<const T1*>(args.inputs[1].data);
+#endif
+  TO* y = reinterpret_cast<TO*>(out.data);
+  const kf_i64 step = (kf_i64)gridDim.x * KF_THREADS * KF_ILP;
+  for (kf_i64 base = (kf_i64)blockIdx.x * KF_THREADS * KF_ILP + threadIdx.x; base < nv;
+       base += step) {
+    float a[KF_ILP][V];
+    float b[KF_ILP][V] = {};
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      if (k < nv) {
+        if (V > 1) {
+          kf_load<V>(x0 + k * V, a[j]);
+#if KF_NIN == 2
+          kf_load<V>(x1 + k * V, b[j]);
+#endif
+        } else {
+          a[j][0] = kf_to_float(x0[flat0 ? k : kf_offset(args.inputs[0], out, k)]);
+#if KF_NIN == 2
+          b[j][0] = kf_to_float(x1[flat1 ? k : kf_offset(args.inputs[1], out, k)]);
+#endif
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      if (k < nv) {
+        float o[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) o[i] = kf_op(a[j][i], b[j][i]);
+        kf_store<V>(y + k * V, o);
+      }
+    }
+  }
+  // The tail that does not fill a vector.
+  if (V > 1 && blockIdx.x == 0) {
+    for (kf_i64 e = nv * V + threadIdx.x; e < n; e += KF_THREADS) {
+      const float a = kf_to_float(x0[e]);
+#if KF_NIN == 2
+      const float b = kf_to_float(x1[e]);
+#else
+      const float b = 0.f;
+#endif
+      y[e] = kf_from_float<TO>(kf_op(a, b));
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
+  const KfTensor& out = args.outputs[0];
+  const bool flat0 = kf_flat(args.inputs[0], out);
+#if KF_NIN == 2
+  const bool flat1 = kf_flat(args.inputs[1], out);
+#else
+  const bool flat1 = true;
+#endif
+  bool vec_ok = KF_VEC > 1 && flat0 && flat1 &&
+                kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
+                kf_aligned(out.data, KF_VEC * (int)sizeof(TO));
+#if KF_NIN == 2
+  vec_ok = vec_ok && kf_aligned(args.inputs[1].data, KF_VEC * (int)sizeof(T1));
+#endif
+  if (vec_ok) {
+    kf_run<KF_VEC>(args, flat0, flat1);
+  } else {
+    kf_run<1>(args, flat0, flat1);
+  }
+}
+)";
+
+std::string OpBody(const ElementwiseProblem& p, bool fast) {
+  switch (p.op) {
+    case UnaryOp::kRelu:
+      // NaN stays NaN, as aten's relu (clamp_min).
+      return "return a != a ? a : (a > 0.f ? a : 0.f);";
+    case UnaryOp::kGeluErf:
+      return "return 0.5f * a * (1.f + erff(a * 0.70710678118654752440f));";
+    case UnaryOp::kGeluTanh:
+      return "const float inner = 0.79788456080286535588f * (a + 0.044715f * a * a * a);\n"
+             "  return 0.5f * a * (1.f + KF_TANH(inner));";
+    case UnaryOp::kSilu:
+      return "return KF_DIV(a, 1.f + KF_EXP(-a));";
+    case UnaryOp::kSigmoid:
+      return fast ? "return __frcp_rn(1.f + KF_EXP(-a));" : "return 1.f / (1.f + KF_EXP(-a));";
+    case UnaryOp::kTanh:
+      return "return KF_TANH(a);";
+    case UnaryOp::kAdd:
+      if (p.alpha == 1.0) return "return a + b;";
+      return absl::StrCat("return a + ", FloatLiteral(p.alpha), " * b;");
+    case UnaryOp::kMul:
+      return "return a * b;";
+  }
+  return "return a;";
+}
+
+bool HasTranscendental(UnaryOp op) {
+  return op == UnaryOp::kGeluTanh || op == UnaryOp::kSilu || op == UnaryOp::kSigmoid ||
+         op == UnaryOp::kTanh;
+}
+
+class ElementwiseGenerator : public KernelGenerator {
+ public:
+  ElementwiseGenerator(const ElementwiseProblem& p, const GpuModel& gpu) : p_(p), gpu_(gpu) {
+    std::vector<ParamDef> params = {
+        {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"vec", {"1", "2", "4", "8"}, "elements per load/store (16 bytes at most)"},
+        {"ilp", {"1", "2", "4"}, "vectors in flight per thread"},
+        {"grid", {"oneshot", "stride"}, "one thread per vector group, or num_sms * occupancy blocks"},
+    };
+    if (HasTranscendental(p_.op)) {
+      params.push_back({"fast_math", {"0", "1"}, "__expf / __fdividef intrinsics"});
+    }
+    space_ = ParamSpace(std::move(params));
+  }
+
+  const ParamSpace& Space() const override { return space_; }
+  Config Canonicalize(const Config& c) const override { return c; }
+
+  int MaxElementSize() const {
+    int size = ElementSize(p_.out_dtype);
+    for (int i = 0; i < p_.num_inputs; ++i) size = std::max(size, ElementSize(p_.in_dtype[i]));
+    return size;
+  }
+
+  std::string Check(const Config& c) const override {
+    if (c.GetInt("vec") * MaxElementSize() > 16) return "loads wider than 16 bytes";
+    if (p_.broadcast && c.GetInt("vec") > 1) {
+      return "broadcast inputs take the per-element path; vec > 1 would never run";
+    }
+    return "";
+  }
+
+  int64_t SharedBytes(const Config&) const override { return 0; }
+
+  double MinBytes() const override {
+    double bytes = double(p_.numel) * ElementSize(p_.out_dtype);
+    for (int i = 0; i < p_.num_inputs; ++i) bytes += double(p_.numel) * ElementSize(p_.in_dtype[i]);
+    return bytes;
+  }
+
+  double EstimateSeconds(const Config& c) const override {
+    const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    const double n = std::max<int64_t>(1, p_.numel);
+    const double per_block = double(threads) * vec * ilp;
+    const double blocks = std::ceil(n / per_block);
+    const int regs = 24 + vec * ilp * (p_.num_inputs + 1);
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, regs));
+    const double grid = c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
+    double in_flight = 0;
+    for (int i = 0; i < p_.num_inputs; ++i) in_flight += vec * ilp * ElementSize(p_.in_dtype[i]);
+    double ops_per_elem = 4 + (vec == 1 ? 3 : 0) + (p_.broadcast ? 30 : 0);
+    const bool fast = c.GetInt("fast_math") == 1;
+    if (HasTranscendental(p_.op)) ops_per_elem += fast ? 6 : 22;
+    if (p_.op == UnaryOp::kGeluErf) ops_per_elem += 12;
+    LaunchCost launch;
+    launch.blocks = grid;
+    launch.threads = threads;
+    launch.registers = regs;
+    launch.dram_bytes = MinBytes();
+    launch.bytes_in_flight_per_thread = in_flight;
+    launch.ops = n * ops_per_elem;
+    launch.block_latency_cycles = std::ceil(blocks / grid) * 700;
+    return synth::EstimateLaunchSeconds(gpu_, launch);
+  }
+
+  absl::StatusOr<GeneratedKernel> Generate(const Config& c) const override {
+    if (std::string why = Check(c); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("config ", c.ToString(), ": ", why));
+    }
+    const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    const bool fast = c.GetInt("fast_math") == 1;
+    std::string src = absl::StrCat("// kforge synth: ", p_.name, " elementwise, ", c.ToString(), "\n");
+    src += DevicePreamble({.fast_math = fast});
+    absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype[0]), " T0;\ntypedef ",
+                    CudaType(p_.in_dtype[p_.num_inputs > 1 ? 1 : 0]), " T1;\ntypedef ",
+                    CudaType(p_.out_dtype), " TO;\n#define KF_THREADS ", threads,
+                    "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n#define KF_NIN ",
+                    p_.num_inputs, "\n");
+    absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
+                    OpBody(p_, fast), "\n}\n");
+    src += kEngine;
+    PlanSpec plan;
+    plan.let = {{"N", "out0_numel"},
+                {"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp, "))")}};
+    std::string grid = "BLOCKS";
+    if (c.Get("grid") == "stride") {
+      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, 24 + vec * ilp * 3));
+      plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
+      grid = "GRID";
+    }
+    plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
+    plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
+    return GeneratedKernel{std::move(src), PlanJson(plan)};
+  }
+
+ private:
+  ElementwiseProblem p_;
+  GpuModel gpu_;
+  ParamSpace space_;
+};
+
+class ElementwiseFamily : public Family {
+ public:
+  std::string Name() const override { return "elementwise"; }
+  std::vector<std::string> Ops() const override {
+    return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid",
+            "aten::tanh", "aten::add",  "aten::mul"};
+  }
+
+  absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
+                                                        const GpuModel& gpu) const override {
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    const std::string op = args.OpName();
+    ElementwiseProblem p;
+    p.name = op;
+    if (!op.empty() && op.back() == '_') {
+      return absl::UnimplementedError(absl::StrCat(
+          target.nodes(0).op(), " works in place; the synthesizer writes separate outputs"));
+    }
+    if (op == "relu") {
+      p.op = UnaryOp::kRelu;
+    } else if (op == "gelu") {
+      std::string approximate = "none";
+      if (!args.IsNone("approximate", 1)) {
+        KF_ASSIGN_OR_RETURN(approximate, args.String("approximate", 1));
+      }
+      if (approximate == "none") {
+        p.op = UnaryOp::kGeluErf;
+      } else if (approximate == "tanh") {
+        p.op = UnaryOp::kGeluTanh;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gelu: unknown approximate='", approximate, "'"));
+      }
+    } else if (op == "silu") {
+      p.op = UnaryOp::kSilu;
+    } else if (op == "sigmoid") {
+      p.op = UnaryOp::kSigmoid;
+    } else if (op == "tanh") {
+      p.op = UnaryOp::kTanh;
+    } else if (op == "add" || op == "mul") {
+      const std::string& overload = target.nodes(0).overload();
+      if (!overload.empty() && overload != "Tensor") {
+        return absl::UnimplementedError(absl::StrCat(
+            target.nodes(0).op(), ".", overload, ": the elementwise family covers ", op,
+            ".Tensor only"));
+      }
+      p.op = op == "add" ? UnaryOp::kAdd : UnaryOp::kMul;
+      p.num_inputs = 2;
+      if (p.op == UnaryOp::kAdd && !args.IsNone("alpha", 2)) {
+        KF_ASSIGN_OR_RETURN(p.alpha, args.Float("alpha", 2));
+      }
+    } else {
+      return absl::UnimplementedError(absl::StrCat("elementwise family does not cover ", op));
+    }
+    const v1::TensorSignature& out = args.output(0);
+    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
+    p.out_dtype = out.dtype();
+    p.numel = Numel(out);
+    const char* names[2] = {"self", "other"};
+    for (int i = 0; i < p.num_inputs; ++i) {
+      std::optional<int> index = args.InputIndex(names[i], i);
+      if (!index.has_value()) {
+        return absl::UnimplementedError(absl::StrCat(
+            target.nodes(0).op(), ": '", names[i],
+            "' is not a tensor input (a Python scalar operand is a different overload)"));
+      }
+      if (*index != i) {
+        return absl::UnimplementedError(absl::StrCat(
+            target.nodes(0).op(), ": '", names[i], "' must be input ", i, " of the target"));
+      }
+      const v1::TensorSignature& in = args.input(i);
+      KF_RETURN_IF_ERROR(RequireDenseFloat(in, names[i]));
+      if (in.sizes_size() > out.sizes_size()) {
+        return absl::InvalidArgumentError(absl::StrCat(names[i], " has more dims than the output"));
+      }
+      const int shift = out.sizes_size() - in.sizes_size();
+      for (int d = 0; d < in.sizes_size(); ++d) {
+        const int64_t s = in.sizes(d), o = out.sizes(d + shift);
+        if (s != o && s != 1) {
+          return absl::InvalidArgumentError(absl::StrCat(names[i], " does not broadcast to the output"));
+        }
+      }
+      if (in.sizes_size() != out.sizes_size() || Numel(in) != p.numel) p.broadcast = true;
+      p.in_dtype[i] = in.dtype();
+    }
+    return std::unique_ptr<KernelGenerator>(std::make_unique<ElementwiseGenerator>(p, gpu));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Family> MakeElementwiseFamily() { return std::make_unique<ElementwiseFamily>(); }
+
+}  // namespace kforge::synth

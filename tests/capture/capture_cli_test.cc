@@ -1,0 +1,241 @@
+// `kforge capture` end to end: exports the example models (fixture), runs the built kforge
+// binary on them and checks the op table, coverage, graph and captured targets; and that each
+// bad input gives one clear line and a nonzero exit. Built twice: for the CPU (label
+// integration) and with KFORGE_CAPTURE_GPU for --device cuda (label gpu).
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "common/blob_store.h"
+#include "common/store.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/capture/capture_test_util.h"
+#include "tests/support/free_port.h"
+#include "tests/support/temp_dir.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using capture_test::CommandResult;
+using capture_test::Quote;
+using capture_test::ReadWholeFile;
+using capture_test::RunCommand;
+
+#ifdef KFORGE_CAPTURE_GPU
+constexpr char kDevice[] = "cuda";
+constexpr int kResnetBatch = 32;
+constexpr int kQwenSeq = 512;
+#else
+constexpr char kDevice[] = "cpu";
+constexpr int kResnetBatch = 1;
+constexpr int kQwenSeq = 128;
+#endif
+
+const fs::path kModels = CAPTURE_MODELS_DIR;
+
+CommandResult Capture(const std::string& model, const std::string& extra, const TempDir& dir) {
+  const fs::path m = kModels / model;
+  return RunCommand(std::string(KFORGE_BINARY) + " capture " + Quote((m / "model.pt").string()) +
+                        " --inputs " + Quote((m / "inputs.pt").string()) + " --device " +
+                        kDevice + " " + extra,
+                    dir.path());
+}
+
+// calls per forward by operator, summed over signatures
+std::map<std::string, int64_t> CallsByOp(const json& profile) {
+  std::map<std::string, int64_t> calls;
+  for (const auto& op : profile["ops"]) calls[op["op"]] += std::stoll(op["calls"].get<std::string>());
+  return calls;
+}
+
+std::vector<int64_t> SizesOf(const json& sig) {
+  std::vector<int64_t> sizes;
+  for (const auto& s : sig["sizes"]) sizes.push_back(std::stoll(s.get<std::string>()));
+  return sizes;
+}
+
+bool HasOpWithInputs(const json& profile, const std::string& op,
+                     const std::vector<std::vector<int64_t>>& inputs) {
+  for (const auto& g : profile["ops"]) {
+    if (g["op"] != op || g["inputs"].size() < inputs.size()) continue;
+    bool match = true;
+    for (size_t i = 0; i < inputs.size(); ++i) match &= SizesOf(g["inputs"][i]) == inputs[i];
+    if (match) return true;
+  }
+  return false;
+}
+
+TEST(CaptureCli, ResNet50OpTableGraphAndTargets) {
+  TempDir dir;
+  const fs::path out = dir / "r50";
+  auto r = Capture("resnet50", "--warmup 1 --iters 3 --top 3 --out " + Quote(out.string()), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("coverage"), std::string::npos) << r.out;
+
+  json profile = json::parse(ReadWholeFile(out / "profile.json"));
+  auto calls = CallsByOp(profile);
+  // torch.jit.trace records convolutions as aten::_convolution.
+  EXPECT_EQ(calls["aten::_convolution"], 53);
+  EXPECT_EQ(calls["aten::batch_norm"], 53);
+  EXPECT_EQ(calls["aten::adaptive_avg_pool2d"], 1);
+  EXPECT_EQ(calls["aten::linear"], 1);
+  EXPECT_TRUE(HasOpWithInputs(profile, "aten::adaptive_avg_pool2d", {{kResnetBatch, 2048, 7, 7}}));
+  EXPECT_TRUE(HasOpWithInputs(profile, "aten::linear", {{kResnetBatch, 2048}, {1000, 2048}}));
+
+  // Shares are fractions of the same profiled forward, so they add up to the coverage.
+  double shares = 0;
+  for (const auto& op : profile["ops"]) shares += op["share"].get<double>();
+  const double coverage = profile["coverage"].get<double>();
+  EXPECT_NEAR(shares, coverage, 1e-9);
+  EXPECT_GT(coverage, 0.5);
+  EXPECT_LE(coverage, 1.0 + 1e-9);
+  EXPECT_GT(profile["forward_time_s"].get<double>(), 0);
+#ifdef KFORGE_CAPTURE_GPU
+  // On the GPU the table accounts for nearly all of the forward's device time.
+  EXPECT_GE(coverage, 0.9) << ReadWholeFile(out / "summary.txt");
+  EXPECT_EQ(profile["device"], "cuda:0");
+#endif
+
+  // Operator graph: the inlined trace, with observed shapes on its aten nodes.
+  json graph = json::parse(ReadWholeFile(out / "graph.json"));
+  int convs = 0, observed = 0;
+  for (const auto& n : graph["nodes"]) {
+    if (n["kind"] == "aten::_convolution") {
+      ++convs;
+      observed += n.contains("observed_inputs");
+    }
+  }
+  EXPECT_EQ(convs, 53);
+  EXPECT_EQ(observed, 53);
+  EXPECT_GT(graph["edges"].size(), 100u);
+
+  // Targets: the three hottest groups, each with the real inputs of one call.
+  ASSERT_EQ(profile["targets"].size(), 3u);
+  auto store = OpenStore("dir:" + (out / "store").string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  double last_share = 1;
+  for (const auto& t : profile["targets"]) {
+    const std::string id = t["id"];
+    EXPECT_EQ(id.size(), 64u);
+    EXPECT_LE(t["share"].get<double>(), last_share);
+    last_share = t["share"].get<double>();
+    EXPECT_EQ(t["family"], "");
+    EXPECT_GT(std::stoll(t["min_bytes_moved"].get<std::string>()), 0);
+    ASSERT_EQ(t["nodes"].size(), 1u);
+    EXPECT_FALSE(t["nodes"][0]["schema"].get<std::string>().empty());
+    EXPECT_TRUE(fs::exists(out / "targets" / id / "target.json"));
+    const std::string file = ReadWholeFile(out / "targets" / id / "inputs.pt");
+    ASSERT_FALSE(file.empty());
+    v1::Digest digest;
+    digest.set_sha256(t["captured_inputs"]["sha256"]);
+    digest.set_size_bytes(std::stoll(t["captured_inputs"]["size_bytes"].get<std::string>()));
+    auto blob = GetBlob(**store, digest);
+    ASSERT_TRUE(blob.ok()) << blob.status();
+    EXPECT_EQ(*blob, file);
+  }
+}
+
+TEST(CaptureCli, Qwen3ListsSoftmaxAndLinearWithShapes) {
+  TempDir dir;
+  auto r = Capture("qwen3", "--warmup 1 --iters 2 --top 2 --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json profile = json::parse(r.out);
+  // 8 heads, hidden 512, intermediate 1536 (examples/qwen3.py).
+  EXPECT_TRUE(HasOpWithInputs(profile, "aten::softmax", {{1, 8, kQwenSeq, kQwenSeq}}))
+      << r.out.substr(0, 4000);
+  EXPECT_TRUE(HasOpWithInputs(profile, "aten::linear", {{1, kQwenSeq, 512}, {1536, 512}}));
+  auto calls = CallsByOp(profile);
+  EXPECT_EQ(calls["aten::softmax"], 4);  // one per layer
+  EXPECT_GE(calls["aten::linear"], 4 * 7 + 1);  // q k v o gate up down per layer + lm head
+  EXPECT_FALSE(profile["graph_json"].get<std::string>().empty());
+}
+
+#ifndef KFORGE_CAPTURE_GPU
+
+// One clear line on stderr, nonzero exit, no LibTorch stack dump.
+void ExpectOneLineError(const CommandResult& r, const std::string& expected) {
+  EXPECT_NE(r.exit_code, 0);
+  auto lines = capture_test::Lines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_NE(lines[0].find("kforge capture: error: "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(expected), std::string::npos) << lines[0];
+  EXPECT_EQ(r.err.find("Exception raised from"), std::string::npos) << r.err;
+}
+
+std::string KforgeCapture(const std::string& model, const std::string& inputs,
+                          const std::string& extra = "--device cpu") {
+  return std::string(KFORGE_BINARY) + " capture " + Quote(model) + " --inputs " + Quote(inputs) +
+         " --warmup 1 --iters 1 " + extra;
+}
+
+class CaptureBadInput : public ::testing::Test {
+ protected:
+  std::string Model() const { return (kModels / "resnet50" / "model.pt").string(); }
+  std::string Inputs() const { return (kModels / "resnet50" / "inputs.pt").string(); }
+  std::string WriteInputs(const std::string& name, const std::string& python_value) {
+    const std::string path = (dir_ / name).string();
+    auto r = RunCommand(capture_test::Python() + " -c " +
+                            Quote("import torch; torch.save(" + python_value + ", '" + path + "')"),
+                        dir_.path());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
+  }
+  CommandResult Run(const std::string& command) { return RunCommand(command, dir_.path()); }
+  TempDir dir_;
+};
+
+TEST_F(CaptureBadInput, MissingModelFile) {
+  const std::string missing = (dir_ / "nope.pt").string();
+  ExpectOneLineError(Run(KforgeCapture(missing, Inputs())), missing + " does not exist");
+}
+
+TEST_F(CaptureBadInput, ModelThatIsNotTorchScript) {
+  ExpectOneLineError(Run(KforgeCapture(Inputs(), Inputs())), "is not a TorchScript model");
+}
+
+TEST_F(CaptureBadInput, MissingInputsFile) {
+  const std::string missing = (dir_ / "no_inputs.pt").string();
+  ExpectOneLineError(Run(KforgeCapture(Model(), missing)), missing + " does not exist");
+}
+
+TEST_F(CaptureBadInput, InputsThatAreNotTensors) {
+  const std::string path = (dir_ / "garbage.pt").string();
+  std::ofstream(path) << "not a tensor file";
+  ExpectOneLineError(Run(KforgeCapture(Model(), path)), "is not a torch.save file of tensors");
+}
+
+TEST_F(CaptureBadInput, WrongNumberOfInputs) {
+  const std::string path = WriteInputs("two.pt", "(torch.randn(1,3,224,224), torch.randn(1))");
+  ExpectOneLineError(Run(KforgeCapture(Model(), path)), "forward takes 1 (x)");
+}
+
+TEST_F(CaptureBadInput, WrongInputShape) {
+  const std::string path = WriteInputs("gray.pt", "(torch.randn(1,1,32,32),)");
+  auto r = Run(KforgeCapture(Model(), path));
+  ExpectOneLineError(r, "rejected the inputs");
+  EXPECT_NE(r.err.find("channels"), std::string::npos) << r.err;  // the model's own message
+}
+
+TEST_F(CaptureBadInput, CudaWithoutGpu) {
+  if (fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl")) {
+    GTEST_SKIP() << "this machine has a GPU";
+  }
+  ExpectOneLineError(Run(KforgeCapture(Model(), Inputs(), "--device cuda")),
+                     "no CUDA device is available on this machine; use --device cpu");
+}
+
+TEST_F(CaptureBadInput, UnreachableRedisStore) {
+  const int port = FreeLoopbackPort();  // nothing listens there
+  ExpectOneLineError(
+      Run(KforgeCapture(Model(), Inputs(),
+                        "--device cpu --store redis://127.0.0.1:" + std::to_string(port))),
+      "store redis://127.0.0.1:" + std::to_string(port));
+}
+
+#endif  // KFORGE_CAPTURE_GPU
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,352 @@
+// Sample targets for the synthesizer tests.
+#include "tests/synth/sample_targets.h"
+
+#include <set>
+#include <utility>
+
+#include "gtest/gtest.h"
+#include "services/proposer/synth/family_registry.h"
+#include "services/proposer/synth/seeded_rng.h"
+
+namespace kforge::synth::testing {
+namespace {
+
+v1::ScalarValue Int(int64_t v) {
+  v1::ScalarValue s;
+  s.set_int_value(v);
+  return s;
+}
+v1::ScalarValue Float(double v) {
+  v1::ScalarValue s;
+  s.set_float_value(v);
+  return s;
+}
+v1::ScalarValue Bool(bool v) {
+  v1::ScalarValue s;
+  s.set_bool_value(v);
+  return s;
+}
+v1::ScalarValue Str(const std::string& v) {
+  v1::ScalarValue s;
+  s.set_string_value(v);
+  return s;
+}
+v1::ScalarValue None() {
+  v1::ScalarValue s;
+  s.set_none(true);
+  return s;
+}
+v1::ScalarValue Ints(std::vector<int64_t> values) {
+  v1::ScalarValue s;
+  for (int64_t v : values) s.mutable_int_list()->add_values(v);
+  return s;
+}
+
+// Builds a single-node target: tensors become inputs in0, in1, ... in argument order.
+class TargetBuilder {
+ public:
+  TargetBuilder(std::string op, std::string overload) {
+    node_ = target_.add_nodes();
+    node_->set_op(std::move(op));
+    node_->set_overload(std::move(overload));
+  }
+  TargetBuilder& Tensor(const std::string& name, const v1::TensorSignature& sig) {
+    const std::string value = "in" + std::to_string(target_.inputs_size());
+    v1::Argument* arg = node_->add_args();
+    arg->set_name(name);
+    arg->set_tensor(value);
+    target_.add_input_names(value);
+    *target_.add_inputs() = sig;
+    return *this;
+  }
+  TargetBuilder& Scalar(const std::string& name, const v1::ScalarValue& value) {
+    v1::Argument* arg = node_->add_args();
+    arg->set_name(name);
+    *arg->mutable_scalar() = value;
+    return *this;
+  }
+  v1::Target Output(const v1::TensorSignature& sig) {
+    node_->add_outputs("out0");
+    target_.add_output_names("out0");
+    *target_.add_outputs() = sig;
+    target_.set_id(node_->op() + "-sample");
+    return target_;
+  }
+
+ private:
+  v1::Target target_;
+  v1::SubgraphNode* node_;
+};
+
+}  // namespace
+
+v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype) {
+  v1::TensorSignature sig;
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  for (int64_t s : sizes) sig.add_sizes(s);
+  for (int64_t s : strides) sig.add_strides(s);
+  sig.set_dtype(dtype);
+  sig.set_device("cuda:0");
+  return sig;
+}
+
+const std::vector<v1::DType>& FloatDTypes() {
+  static const std::vector<v1::DType> dtypes = {v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16};
+  return dtypes;
+}
+
+std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
+  const bool alt = v != 0;
+  std::vector<SampleTarget> out;
+  auto add = [&](std::string name, std::string family, v1::Target target) {
+    out.push_back({std::move(name), std::move(family), std::move(target)});
+  };
+  using S = std::vector<int64_t>;
+  auto pick = [&](S a, S b) { return alt ? b : a; };
+
+  // Row-wise.
+  {
+    S x = pick({32, 128, 1000}, {7, 3, 4097});
+    add("softmax_last", "rowwise",
+        TargetBuilder("aten::softmax", "int").Tensor("self", Dense(x, t)).Scalar("dim", Int(-1))
+            .Scalar("dtype", None()).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({64, 2048}, {5, 33});
+    add("_softmax", "rowwise",
+        TargetBuilder("aten::_softmax", "").Tensor("self", Dense(x, t)).Scalar("dim", Int(1))
+            .Scalar("half_to_float", Bool(false)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({16, 50257}, {3, 1001});
+    add("log_softmax_long_rows", "rowwise",
+        TargetBuilder("aten::log_softmax", "int").Tensor("self", Dense(x, t))
+            .Scalar("dim", Int(1)).Scalar("dtype", None()).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({16, 197, 768}, {3, 50, 768});
+    add("layer_norm_affine", "rowwise",
+        TargetBuilder("aten::layer_norm", "").Tensor("input", Dense(x, t))
+            .Scalar("normalized_shape", Ints({768})).Tensor("weight", Dense({768}, t))
+            .Tensor("bias", Dense({768}, t)).Scalar("eps", Float(1e-5))
+            .Scalar("cudnn_enable", Bool(true)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({4096, 1024}, {77, 1024});
+    add("layer_norm_plain", "rowwise",
+        TargetBuilder("aten::layer_norm", "").Tensor("input", Dense(x, t))
+            .Scalar("normalized_shape", Ints({1024})).Scalar("weight", None())
+            .Scalar("bias", None()).Scalar("eps", Float(1e-6))
+            .Scalar("cudnn_enable", Bool(true)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({8, 512, 4096}, {1, 7, 4096});
+    add("rms_norm_weight", "rowwise",
+        TargetBuilder("aten::rms_norm", "").Tensor("input", Dense(x, t))
+            .Scalar("normalized_shape", Ints({4096})).Tensor("weight", Dense({4096}, t))
+            .Scalar("eps", Float(1e-6)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({2048, 128}, {9, 128});
+    add("rms_norm_plain", "rowwise",
+        TargetBuilder("aten::rms_norm", "").Tensor("input", Dense(x, t))
+            .Scalar("normalized_shape", Ints({128})).Scalar("weight", None())
+            .Scalar("eps", None()).Output(Dense(x, t)));
+  }
+  // Group norm.
+  {
+    S x = pick({8, 256, 32, 32}, {2, 256, 17, 9});
+    add("group_norm_affine", "group_norm",
+        TargetBuilder("aten::group_norm", "").Tensor("input", Dense(x, t))
+            .Scalar("num_groups", Int(32)).Tensor("weight", Dense({256}, t))
+            .Tensor("bias", Dense({256}, t)).Scalar("eps", Float(1e-5))
+            .Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({4, 64, 3000}, {2, 64, 77});
+    add("group_norm_plain", "group_norm",
+        TargetBuilder("aten::group_norm", "").Tensor("input", Dense(x, t))
+            .Scalar("num_groups", Int(8)).Scalar("weight", None()).Scalar("bias", None())
+            .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
+  }
+  // Batch norm (inference).
+  {
+    S x = pick({32, 64, 56, 56}, {3, 64, 7, 9});
+    add("batch_norm", "batch_norm",
+        TargetBuilder("aten::batch_norm", "").Tensor("input", Dense(x, t))
+            .Tensor("weight", Dense({64}, t)).Tensor("bias", Dense({64}, t))
+            .Tensor("running_mean", Dense({64}, t)).Tensor("running_var", Dense({64}, t))
+            .Scalar("training", Bool(false)).Scalar("momentum", Float(0.1))
+            .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
+  }
+  // Pooling.
+  {
+    S x = pick({32, 2048, 7, 7}, {5, 2048, 9, 9});
+    S y = pick({32, 2048, 1, 1}, {5, 2048, 1, 1});
+    add("adaptive_avg_pool_1x1", "pooling",
+        TargetBuilder("aten::adaptive_avg_pool2d", "").Tensor("self", Dense(x, t))
+            .Scalar("output_size", Ints({1, 1})).Output(Dense(y, t)));
+  }
+  {
+    S x = pick({8, 512, 14, 14}, {2, 512, 15, 11});
+    S y = pick({8, 512, 7, 7}, {2, 512, 7, 7});
+    add("adaptive_avg_pool_7x7", "pooling",
+        TargetBuilder("aten::adaptive_avg_pool2d", "").Tensor("self", Dense(x, t))
+            .Scalar("output_size", Ints({7, 7})).Output(Dense(y, t)));
+  }
+  {
+    S x = pick({16, 64, 56, 56}, {2, 64, 31, 17});
+    S y = pick({16, 64, 28, 28}, {2, 64, 16, 9});
+    add("avg_pool", "pooling",
+        TargetBuilder("aten::avg_pool2d", "").Tensor("self", Dense(x, t))
+            .Scalar("kernel_size", Ints({3, 3})).Scalar("stride", Ints({2, 2}))
+            .Scalar("padding", Ints({1, 1})).Scalar("ceil_mode", Bool(false))
+            .Scalar("count_include_pad", Bool(false)).Scalar("divisor_override", None())
+            .Output(Dense(y, t)));
+  }
+  {
+    S x = pick({32, 64, 112, 112}, {2, 64, 33, 20});
+    S y = pick({32, 64, 56, 56}, {2, 64, 17, 10});
+    add("max_pool", "pooling",
+        TargetBuilder("aten::max_pool2d", "").Tensor("self", Dense(x, t))
+            .Scalar("kernel_size", Ints({3, 3})).Scalar("stride", Ints({2, 2}))
+            .Scalar("padding", Ints({1, 1})).Scalar("dilation", Ints({1, 1}))
+            .Scalar("ceil_mode", Bool(false)).Output(Dense(y, t)));
+  }
+  // Reductions.
+  {
+    S x = pick({64, 4096}, {5, 33});
+    S y = pick({64}, {5});
+    add("sum_last", "reduction",
+        TargetBuilder("aten::sum", "dim_IntList").Tensor("self", Dense(x, t))
+            .Scalar("dim", Ints({-1})).Scalar("keepdim", Bool(false)).Scalar("dtype", None())
+            .Output(Dense(y, t)));
+  }
+  {
+    S x = pick({32, 197, 768}, {3, 50, 100});
+    S y = pick({32, 768}, {3, 100});
+    add("mean_middle", "reduction",
+        TargetBuilder("aten::mean", "dim").Tensor("self", Dense(x, t))
+            .Scalar("dim", Ints({1})).Scalar("keepdim", Bool(false)).Scalar("dtype", None())
+            .Output(Dense(y, t)));
+  }
+  {
+    S x = pick({256, 1000}, {3, 17});
+    S y = pick({256, 1}, {3, 1});
+    add("amax_last_keepdim", "reduction",
+        TargetBuilder("aten::amax", "").Tensor("self", Dense(x, t)).Scalar("dim", Ints({1}))
+            .Scalar("keepdim", Bool(true)).Output(Dense(y, t)));
+  }
+  {
+    S x = pick({4096, 16, 7}, {100, 3, 5});
+    S y = pick({16, 7}, {3, 5});
+    add("amin_first", "reduction",
+        TargetBuilder("aten::amin", "").Tensor("self", Dense(x, t)).Scalar("dim", Ints({0}))
+            .Scalar("keepdim", Bool(false)).Output(Dense(y, t)));
+  }
+  {
+    S x = pick({64, 32000}, {2, 999});
+    S y = pick({64}, {2});
+    add("argmax_last", "reduction",
+        TargetBuilder("aten::argmax", "").Tensor("self", Dense(x, t)).Scalar("dim", Int(-1))
+            .Scalar("keepdim", Bool(false)).Output(Dense(y, v1::INT64)));
+  }
+  {
+    S x = pick({1000, 100}, {13, 7});
+    add("argmax_flat", "reduction",
+        TargetBuilder("aten::argmax", "").Tensor("self", Dense(x, t)).Scalar("dim", None())
+            .Scalar("keepdim", Bool(false)).Output(Dense({}, v1::INT64)));
+  }
+  {
+    S x = pick({8, 64, 32, 32}, {2, 64, 5, 3});
+    S y = pick({8, 1, 1, 1}, {2, 1, 1, 1});
+    add("sum_trailing_keepdim", "reduction",
+        TargetBuilder("aten::sum", "dim_IntList").Tensor("self", Dense(x, t))
+            .Scalar("dim", Ints({1, 2, 3})).Scalar("keepdim", Bool(true)).Scalar("dtype", None())
+            .Output(Dense(y, t)));
+  }
+  // Elementwise.
+  {
+    S x = pick({32, 64, 56, 56}, {3, 5, 7, 9});
+    add("relu", "elementwise",
+        TargetBuilder("aten::relu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+    add("silu", "elementwise",
+        TargetBuilder("aten::silu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+    add("sigmoid", "elementwise",
+        TargetBuilder("aten::sigmoid", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+    add("tanh", "elementwise",
+        TargetBuilder("aten::tanh", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({16, 197, 3072}, {2, 3, 1001});
+    add("gelu_erf", "elementwise",
+        TargetBuilder("aten::gelu", "").Tensor("self", Dense(x, t))
+            .Scalar("approximate", Str("none")).Output(Dense(x, t)));
+    add("gelu_tanh", "elementwise",
+        TargetBuilder("aten::gelu", "").Tensor("self", Dense(x, t))
+            .Scalar("approximate", Str("tanh")).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({32, 197, 768}, {2, 9, 768});
+    add("add_broadcast", "elementwise",
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense({768}, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)));
+    add("add_alpha", "elementwise",
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense(x, t)).Scalar("alpha", Float(0.5)).Output(Dense(x, t)));
+  }
+  {
+    S x = pick({8, 64, 56, 56}, {2, 64, 3, 5});
+    S s = pick({8, 64, 1, 1}, {2, 64, 1, 1});
+    add("mul_broadcast", "elementwise",
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense(s, t)).Output(Dense(x, t)));
+  }
+  return out;
+}
+
+std::vector<int64_t> IntArgs(const v1::Target& target) {
+  std::vector<int64_t> ints;
+  for (const v1::Argument& arg : target.nodes(0).args()) {
+    if (arg.kind_case() != v1::Argument::kScalar) continue;
+    const v1::ScalarValue& s = arg.scalar();
+    switch (s.value_case()) {
+      case v1::ScalarValue::kIntValue: ints.push_back(s.int_value()); break;
+      case v1::ScalarValue::kBoolValue: ints.push_back(s.bool_value() ? 1 : 0); break;
+      case v1::ScalarValue::kIntList:
+        for (int64_t x : s.int_list().values()) ints.push_back(x);
+        break;
+      default: break;
+    }
+  }
+  return ints;
+}
+
+std::vector<Config> ValidSample(const KernelGenerator& generator, int count, uint64_t seed) {
+  SeededRng rng(seed);
+  std::vector<Config> out;
+  std::set<std::string> seen;
+  for (int tries = 0; tries < 20000 && static_cast<int>(out.size()) < count; ++tries) {
+    Config c = generator.Canonicalize(generator.Space().Sample(rng));
+    if (!generator.Check(c).empty() || !seen.insert(c.ToString()).second) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::unique_ptr<KernelGenerator> BindForTest(const v1::Target& target) {
+  std::string refusal;
+  const Family* family = FamilyRegistry::Default().Find(target, &refusal);
+  EXPECT_NE(family, nullptr) << target.nodes(0).op() << ": " << refusal;
+  if (family == nullptr) return nullptr;
+  auto generator = family->Bind(target, GpuModel{});
+  EXPECT_TRUE(generator.ok()) << generator.status();
+  return generator.ok() ? std::move(*generator) : nullptr;
+}
+
+}  // namespace kforge::synth::testing

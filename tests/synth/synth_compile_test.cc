@@ -1,0 +1,115 @@
+// Integration test: for every family and dtype, at least 20 sampled configurations (spread
+// over the family's sample ops) compile for sm_90 through the worker's Compiler (real NVRTC
+// in the real kforge-nvrtc child; no GPU needed), and their launch plans name only entry
+// points the cubin defines.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/digest.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/worker/compiler.h"
+#include "tests/synth/sample_targets.h"
+
+namespace kforge::synth {
+namespace {
+
+constexpr int kConfigsPerFamilyAndDtype = 20;
+
+struct Job {
+  std::string label;
+  v1::Candidate candidate;
+};
+
+class SynthCompileTest
+    : public ::testing::TestWithParam<std::tuple<std::string, v1::DType>> {
+ protected:
+  static void SetUpTestSuite() {
+    CompilerOptions options;
+    options.child_path = KFORGE_NVRTC_CHILD;
+    options.time_limit = absl::Seconds(120);
+    auto compiler = Compiler::Create(options, /*cache=*/nullptr);
+    ASSERT_TRUE(compiler.ok()) << compiler.status();
+    compiler_ = std::move(*compiler).release();
+  }
+  static void TearDownTestSuite() {
+    delete compiler_;
+    compiler_ = nullptr;
+  }
+  static Compiler* compiler_;
+};
+
+Compiler* SynthCompileTest::compiler_ = nullptr;
+
+TEST_P(SynthCompileTest, SampledConfigsCompileForSm90) {
+  ASSERT_NE(compiler_, nullptr);
+  const auto& [family, dtype] = GetParam();
+  std::vector<testing::SampleTarget> samples;
+  for (auto& s : testing::SampleTargets(dtype)) {
+    if (s.family == family) samples.push_back(std::move(s));
+  }
+  ASSERT_FALSE(samples.empty());
+  // Spread the configs over the family's op forms, at least 3 each.
+  const int per_target = std::max<int>(
+      3, (kConfigsPerFamilyAndDtype + samples.size() - 1) / samples.size());
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    auto generator = testing::BindForTest(samples[i].target);
+    ASSERT_NE(generator, nullptr);
+    for (const Config& config : testing::ValidSample(*generator, per_target, 1000 + i)) {
+      auto kernel = generator->Generate(config);
+      ASSERT_TRUE(kernel.ok()) << kernel.status();
+      Job job;
+      job.label = absl::StrCat(samples[i].name, " ", config.ToString());
+      job.candidate.set_source(kernel->source);
+      job.candidate.set_launch_plan_json(kernel->launch_plan_json);
+      job.candidate.set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
+      jobs.push_back(std::move(job));
+    }
+  }
+  ASSERT_GE(static_cast<int>(jobs.size()), kConfigsPerFamilyAndDtype);
+
+  v1::CompileOptions options;
+  options.set_arch("sm_90");
+  std::vector<v1::CompileResult> results(jobs.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  const unsigned workers = std::max(2u, std::min(4u, std::thread::hardware_concurrency()));
+  for (unsigned w = 0; w < workers; ++w) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < jobs.size(); i = next++) {
+        results[i] = compiler_->Compile(jobs[i].candidate, options);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  int spilling = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_EQ(results[i].status(), v1::COMPILE_OK)
+        << jobs[i].label << "\n" << results[i].log().substr(0, 4000);
+    for (const v1::KernelResources& k : results[i].kernels()) {
+      if (k.spill_store_bytes() > 0) ++spilling;
+    }
+  }
+  RecordProperty("configs", static_cast<int>(jobs.size()));
+  RecordProperty("spilling_kernels", spilling);
+}
+
+std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
+  return absl::StrCat(std::get<0>(info.param), "_", v1::DType_Name(std::get<1>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFamilies, SynthCompileTest,
+    ::testing::Combine(::testing::Values("rowwise", "group_norm", "batch_norm", "pooling",
+                                         "reduction", "elementwise"),
+                       ::testing::Values(v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16)),
+    Name);
+
+}  // namespace
+}  // namespace kforge::synth
