@@ -71,4 +71,7 @@ endforeach()
 add_library(kforge_torch INTERFACE)
 target_link_libraries(kforge_torch INTERFACE ${TORCH_LIBRARIES})
 target_compile_options(kforge_torch INTERFACE -Wno-unused-parameter)
+# libtorch.so exports its own copy of std::filesystem (remove_all, ...), which crashes when
+# called from our code; loading libstdc++ first makes the standard library's definitions win.
+target_link_options(kforge_torch INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 get_filename_component(KFORGE_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)

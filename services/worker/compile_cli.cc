@@ -97,6 +97,8 @@ void PrintJson(const v1::CompileResult& result) {
   std::string text;
   (void)google::protobuf::util::MessageToJsonString(shown, &text, options);
   nlohmann::json json = nlohmann::json::parse(text);
+  json.erase("cubin");
+  json.erase("ptx");
   json["cubin_bytes"] = result.cubin().size();
   json["ptx_bytes"] = result.ptx().size();
   std::printf("%s\n", json.dump(2).c_str());

@@ -3,6 +3,7 @@
 
 #include <nvrtc.h>
 
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -57,7 +58,7 @@ v1::CompileResult CompileWithNvrtc(std::string_view source, const v1::CompileOpt
   if (nvrtcGetProgramLogSize(program, &log_size) == NVRTC_SUCCESS && log_size > 1) {
     log.resize(log_size);
     if (nvrtcGetProgramLog(program, log.data()) == NVRTC_SUCCESS) {
-      log.resize(log_size - 1);  // drop the terminating NUL
+      log.resize(std::strlen(log.c_str()));  // NVRTC pads the log with NULs
     } else {
       log.clear();
     }
@@ -73,7 +74,7 @@ v1::CompileResult CompileWithNvrtc(std::string_view source, const v1::CompileOpt
     if (nvrtcGetPTXSize(program, &ptx_size) == NVRTC_SUCCESS && ptx_size > 1) {
       ptx.resize(ptx_size);
       if (nvrtcGetPTX(program, ptx.data()) == NVRTC_SUCCESS) {
-        ptx.resize(ptx_size - 1);
+        ptx.resize(std::strlen(ptx.c_str()));
       } else {
         ptx.clear();
       }

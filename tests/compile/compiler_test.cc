@@ -80,6 +80,9 @@ TEST(CompilerTest, GoodSourceYieldsCubinPtxAndResources) {
   EXPECT_THAT(result.cubin(), StartsWith("\x7f" "ELF"));
   EXPECT_THAT(result.ptx(), HasSubstr(".entry kf_scale"));
   EXPECT_THAT(result.ptx(), HasSubstr(".target sm_90"));
+  EXPECT_EQ(result.ptx().find('\0'), std::string::npos);
+  EXPECT_THAT(result.log(), HasSubstr("ptxas info    : Used "));
+  EXPECT_EQ(result.log().find('\0'), std::string::npos);
   EXPECT_THAT(result.cache_key(), StartsWith("compile/"));
   EXPECT_FALSE(result.cache_hit());
   EXPECT_GT(result.duration_s(), 0);

@@ -6,6 +6,7 @@
 #include <ATen/ops/randn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -23,8 +24,16 @@
 namespace kforge {
 namespace {
 
+// The kernels beside this file; a copied tree (a GPU machine) finds them from the repository
+// root or through $KFORGE_GPU_KERNELS_DIR.
+std::string KernelsDir() {
+  if (const char* dir = std::getenv("KFORGE_GPU_KERNELS_DIR")) return dir;
+  if (std::filesystem::exists(KFORGE_GPU_KERNELS_DIR)) return KFORGE_GPU_KERNELS_DIR;
+  return "tests/gpu/kernels";
+}
+
 std::string ReadKernelFile(const std::string& name) {
-  std::ifstream in(std::string(KFORGE_GPU_KERNELS_DIR) + "/" + name, std::ios::binary);
+  std::ifstream in(KernelsDir() + "/" + name, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   EXPECT_FALSE(ss.str().empty()) << "missing tests/gpu/kernels/" << name;
@@ -50,8 +59,8 @@ class GpuEvaluationTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Compiler>> compiler = Compiler::Create({}, nullptr);
     ASSERT_TRUE(compiler.ok()) << compiler.status();
     compiler_ = compiler->release();
+    // kforge-evaluator is found beside this binary (both land in the build's bin/).
     EvaluatorOptions options;
-    options.evaluator_path = KFORGE_EVALUATOR_CHILD;
     absl::StatusOr<std::unique_ptr<Evaluator>> evaluator = Evaluator::Create(options);
     ASSERT_TRUE(evaluator.ok()) << evaluator.status();
     evaluator_ = evaluator->release();

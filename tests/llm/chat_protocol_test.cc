@@ -137,7 +137,8 @@ TEST(ChatProtocolTest, CutOrForeignBodiesAreClearErrors) {
 }
 
 TEST(ChatProtocolTest, ErrorMessagesComeFromEitherApisErrorBody) {
-  EXPECT_EQ(ErrorMessageFromBody(ReadRecorded("anthropic_529.json")), "overloaded_error: Overloaded");
+  EXPECT_EQ(ErrorMessageFromBody(ReadRecorded("anthropic_529.json")),
+            "overloaded_error: Overloaded");
   EXPECT_NE(ErrorMessageFromBody(ReadRecorded("openai_429.json")).find("Rate limit reached"),
             std::string::npos);
   EXPECT_EQ(ErrorMessageFromBody("plain text"), "plain text");

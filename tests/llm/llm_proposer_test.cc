@@ -142,9 +142,9 @@ TEST_F(LlmProposerTest, OpenAiAnswerBecomesACandidateWithUsageCostAndTranscript)
   EXPECT_EQ(record["candidate_id"], candidate.id());
   EXPECT_EQ(record["http_status"], 200);
   EXPECT_EQ(record["usage"]["input_tokens"], 1234);
-  EXPECT_NE(record["request"]["messages"][1]["content"].get<std::string>().find(
-                "sizes [8, 128, 4096]"),
-            std::string::npos);
+  EXPECT_NE(
+      record["request"]["messages"][1]["content"].get<std::string>().find("sizes [8, 128, 4096]"),
+      std::string::npos);
   EXPECT_NE(record["response_body"].get<std::string>().find("chatcmpl-"), std::string::npos);
   ExpectNoKey(*transcript);
 }
@@ -194,8 +194,7 @@ TEST_F(LlmProposerTest, MalformedAnswersComeBackAsRejectionsWithTheirReason) {
   ASSERT_NE(proposer, nullptr);
   for (const auto& [file, reason] : cases) {
     server_.Enqueue({200, ReadRecorded(file)});
-    absl::StatusOr<v1::ProposeResponse> response =
-        proposer->Propose(testing::SoftmaxRootRequest());
+    absl::StatusOr<v1::ProposeResponse> response = proposer->Propose(testing::SoftmaxRootRequest());
     ASSERT_TRUE(response.ok()) << file << ": " << response.status();
     EXPECT_EQ(response->candidates_size(), 0) << file;
     ASSERT_EQ(response->rejections_size(), 1) << file;
@@ -251,7 +250,8 @@ TEST_F(LlmProposerTest, RateLimitIsRetriedAfterTheServersRetryAfter) {
   EXPECT_EQ(sleeps_.waits(), std::vector<absl::Duration>{absl::Seconds(1)});
 
   // The transcript records both attempts and the wait.
-  nlohmann::json record = nlohmann::json::parse(*GetBlob(*store_, response->candidates(0).transcript()));
+  nlohmann::json record =
+      nlohmann::json::parse(*GetBlob(*store_, response->candidates(0).transcript()));
   ASSERT_EQ(record["attempts"].size(), 2u);
   EXPECT_EQ(record["attempts"][0]["http_status"], 429);
   EXPECT_DOUBLE_EQ(record["attempts"][0]["wait_after_s"].get<double>(), 1.0);
@@ -327,8 +327,7 @@ TEST_F(LlmProposerTest, ReadTimeoutIsAClearError) {
   absl::StatusOr<v1::ProposeResponse> response = proposer->Propose(testing::SoftmaxRootRequest());
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_NE(response.status().message().find("timed out"), std::string::npos)
-      << response.status();
+  EXPECT_NE(response.status().message().find("timed out"), std::string::npos) << response.status();
   EXPECT_NE(response.status().message().find("llm_read_timeout"), std::string::npos);
 }
 
@@ -343,8 +342,7 @@ TEST_F(LlmProposerTest, BodyCutShortOfContentLengthIsRetriedThenAClearError) {
   ASSERT_NE(proposer, nullptr);
   absl::StatusOr<v1::ProposeResponse> response = proposer->Propose(testing::SoftmaxRootRequest());
   ASSERT_FALSE(response.ok());
-  EXPECT_NE(response.status().message().find("truncated"), std::string::npos)
-      << response.status();
+  EXPECT_NE(response.status().message().find("truncated"), std::string::npos) << response.status();
   EXPECT_NE(response.status().message().find("after 2 attempts"), std::string::npos)
       << response.status();
   EXPECT_EQ(server_.requests().size(), 2u);
@@ -392,7 +390,9 @@ TEST_F(LlmProposerTest, ConcurrencyLimitBoundsCallsInFlight) {
 
 TEST_F(LlmProposerTest, OneFailedCallBesideAGoodOneIsACallFailedRejection) {
   server_.Enqueue({200, ReadRecorded("openai_good.json")});
-  server_.Enqueue({400, R"({"error": {"message": "max_tokens is too large", "type": "invalid_request_error"}})"});
+  server_.Enqueue(
+      {400,
+       R"({"error": {"message": "max_tokens is too large", "type": "invalid_request_error"}})"});
   auto proposer = Make(Options("openai"));
   ASSERT_NE(proposer, nullptr);
   v1::ProposeRequest request = testing::SoftmaxRootRequest();
@@ -415,6 +415,21 @@ TEST_F(LlmProposerTest, UnreachableServerIsAClearError) {
   absl::StatusOr<v1::ProposeResponse> response = proposer->Propose(testing::SoftmaxRootRequest());
   ASSERT_FALSE(response.ok());
   EXPECT_NE(response.status().message().find("cannot connect"), std::string::npos)
+      << response.status();
+}
+
+TEST_F(LlmProposerTest, HttpsEndpointsGoThroughTls) {
+  // Nothing listens there: the TLS client is built and reports the refused connection (a
+  // build without TLS support would refuse the https scheme itself).
+  LlmOptions options = Options("anthropic");
+  options.base_url = "https://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  options.max_retries = 0;
+  auto proposer = Make(options);
+  ASSERT_NE(proposer, nullptr);
+  absl::StatusOr<v1::ProposeResponse> response = proposer->Propose(testing::SoftmaxRootRequest());
+  ASSERT_FALSE(response.ok());
+  EXPECT_NE(response.status().message().find("cannot connect to Anthropic API at https://"),
+            std::string::npos)
       << response.status();
 }
 

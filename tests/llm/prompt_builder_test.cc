@@ -34,7 +34,8 @@ TEST(PromptBuilderTest, EmbedsTheKernelAbiAndTheLaunchPlanFormatVerbatim) {
 TEST(PromptBuilderTest, RootPromptHasSchemaSemanticsSignatureAndGpu) {
   const std::string prompt = FullPrompt(testing::SoftmaxRootRequest());
   // Schema and semantics.
-  ExpectContains(prompt, "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
+  ExpectContains(prompt,
+                 "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor");
   ExpectContains(prompt, std::string(KnownAtenOpDescription("aten::softmax")));
   // Signature: shapes, strides, dtype, scalars and where they sit in KfArgs.
   ExpectContains(prompt, "sizes [8, 128, 4096]");

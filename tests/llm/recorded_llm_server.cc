@@ -36,10 +36,9 @@ RecordedLlmServer::~RecordedLlmServer() {
 }
 
 int RecordedLlmServer::Start() {
-  server_.Post("/v1/chat/completions",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 Handle(req, res, /*anthropic=*/false);
-               });
+  server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    Handle(req, res, /*anthropic=*/false);
+  });
   server_.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
     Handle(req, res, /*anthropic=*/true);
   });
@@ -112,7 +111,8 @@ void RecordedLlmServer::Handle(const httplib::Request& request, httplib::Respons
   if (anthropic) {
     presented = seen.headers["x-api-key"];
     if (seen.headers["anthropic-version"].empty()) {
-      reply = {400, AnthropicError("invalid_request_error", "anthropic-version: header is required")};
+      reply = {400,
+               AnthropicError("invalid_request_error", "anthropic-version: header is required")};
     } else if (presented != api_key_) {
       reply = {401, ReadRecorded("anthropic_401.json")};
     }

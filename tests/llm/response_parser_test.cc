@@ -41,8 +41,7 @@ TEST(ResponseParserTest, AcceptsOneCodeBlockAndOnePlan) {
   ParseResult result = ParseLlmAnswer(Answer(kKernel));
   ASSERT_TRUE(result.ok()) << result.rejection.message();
   EXPECT_EQ(result.answer->source, kKernel);
-  EXPECT_EQ(nlohmann::json::parse(result.answer->launch_plan_json),
-            nlohmann::json::parse(kPlan));
+  EXPECT_EQ(nlohmann::json::parse(result.answer->launch_plan_json), nlohmann::json::parse(kPlan));
   EXPECT_EQ(result.answer->entry_points, std::vector<std::string>{"kf_copy"});
 }
 
@@ -119,8 +118,7 @@ TEST(ResponseParserTest, RejectsTwoCodeBlocks) {
 
 TEST(ResponseParserTest, RejectsMissingOrDoublePlan) {
   EXPECT_EQ(Reason("```cuda\n" + std::string(kKernel) + "```\n"), kRejectNoPlanBlock);
-  EXPECT_EQ(Reason(Answer(kKernel) + "```json\n" + kPlan + "\n```\n"),
-            kRejectMultiplePlanBlocks);
+  EXPECT_EQ(Reason(Answer(kKernel) + "```json\n" + kPlan + "\n```\n"), kRejectMultiplePlanBlocks);
 }
 
 TEST(ResponseParserTest, RejectsAnUnterminatedBlock) {
@@ -149,9 +147,9 @@ TEST(ResponseParserTest, RejectsHostCode) {
 }
 
 TEST(ResponseParserTest, RejectsIncludesOutsideTheAllowList) {
-  for (const char* include : {"#include <cstdio>\n", "#include <cuda_runtime.h>\n",
-                              "#include \"../../etc/passwd\"\n", "#include <cub/cub.cuh>\n",
-                              "#define H <stdio.h>\n#include H\n"}) {
+  for (const char* include :
+       {"#include <cstdio>\n", "#include <cuda_runtime.h>\n", "#include \"../../etc/passwd\"\n",
+        "#include <cub/cub.cuh>\n", "#define H <stdio.h>\n#include H\n"}) {
     ParseResult result = ParseLlmAnswer(Answer(include + std::string(kKernel)));
     ASSERT_FALSE(result.ok()) << include;
     EXPECT_EQ(result.rejection.reason(), kRejectBadInclude) << include;
@@ -167,8 +165,8 @@ TEST(ResponseParserTest, RejectsPlansWithoutAValidEntryPoint) {
   EXPECT_EQ(Reason(Answer(kKernel, R"({"launches": []})")), kRejectBadEntryPoint);
   EXPECT_EQ(Reason(Answer(kKernel, R"({"launches": [{"grid": [1], "block": [1]}]})")),
             kRejectBadEntryPoint);
-  ParseResult unknown =
-      ParseLlmAnswer(Answer(kKernel, R"({"launches": [{"entry": "nope", "grid": [1], "block": [1]}]})"));
+  ParseResult unknown = ParseLlmAnswer(
+      Answer(kKernel, R"({"launches": [{"entry": "nope", "grid": [1], "block": [1]}]})"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.rejection.reason(), kRejectBadEntryPoint);
   EXPECT_NE(unknown.rejection.message().find("kf_copy"), std::string::npos)

@@ -33,7 +33,7 @@ extern "C" __global__ void kf_copy(KfArgs args) {
 }
 )";
 constexpr char kPlan[] =
-    R"({"launches": [{"entry": "kf_copy", "grid": ["ceil_div(in0_numel, 256)"], "block": [256]}]})";
+    R"json({"launches": [{"entry": "kf_copy", "grid": ["ceil_div(in0_numel, 256)"], "block": [256]}]})json";
 
 class EvaluateServiceTest : public ::testing::Test {
  protected:

@@ -15,6 +15,8 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/TensorOperators.h>
+
 #include "gtest/gtest.h"
 #include "services/worker/evaluator_guards.h"
 #include "services/worker/reference.h"

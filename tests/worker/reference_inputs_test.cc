@@ -11,6 +11,8 @@
 
 #include <limits>
 
+#include <ATen/TensorOperators.h>
+
 #include "gtest/gtest.h"
 
 namespace kforge {

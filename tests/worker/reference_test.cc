@@ -7,6 +7,8 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/softmax.h>
 
+#include <ATen/TensorOperators.h>
+
 #include "gtest/gtest.h"
 #include "services/worker/reference_compare.h"
 #include "tests/worker/worker_test_targets.h"

@@ -1,6 +1,7 @@
 #include "tools/kforge/commands.h"
 
 #include "services/capture/capture_cli.h"
+#include "services/coordinator/optimize_cli.h"
 #include "services/worker/compile_cli.h"
 #include "services/worker/eval_cli.h"
 #include "services/worker/worker_cli.h"
@@ -20,6 +21,7 @@ void RegisterAll(CLI::App& app) {
   RegisterCompileCommands(app);
   RegisterEvalCommands(app);
   RegisterWorkerCommands(app);
+  RegisterOptimizeCommands(app);
 }
 
 }  // namespace kforge::cli

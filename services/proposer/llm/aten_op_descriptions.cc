@@ -19,8 +19,9 @@ const absl::flat_hash_map<std::string_view, std::string_view>& Descriptions() {
        "half_to_float is true a half input yields a float output."},
       {"aten::log_softmax",
        "log-softmax along `dim`: y = x - max - log(sum(exp(x - max))) over that dimension."},
-      {"aten::_log_softmax", "log-softmax along `dim` (internal form): y = x - max - "
-                             "log(sum(exp(x - max)))."},
+      {"aten::_log_softmax",
+       "log-softmax along `dim` (internal form): y = x - max - "
+       "log(sum(exp(x - max)))."},
       {"aten::layer_norm",
        "layer normalization over the last len(normalized_shape) dims: y = (x - mean) / "
        "sqrt(var + eps) * weight + bias, biased variance, statistics in float; weight/bias "
@@ -44,8 +45,9 @@ const absl::flat_hash_map<std::string_view, std::string_view>& Descriptions() {
       {"aten::add_", "in-place self += alpha * other, with broadcasting of other."},
       {"aten::sub", "elementwise out = self - alpha * other, with broadcasting."},
       {"aten::mul", "elementwise out = self * other, with broadcasting."},
-      {"aten::div", "elementwise out = self / other, with broadcasting (rounding_mode None: "
-                    "true division)."},
+      {"aten::div",
+       "elementwise out = self / other, with broadcasting (rounding_mode None: "
+       "true division)."},
       {"aten::relu", "elementwise max(x, 0)."},
       {"aten::relu_", "in-place elementwise max(x, 0)."},
       {"aten::gelu",
@@ -62,10 +64,12 @@ const absl::flat_hash_map<std::string_view, std::string_view>& Descriptions() {
       {"aten::clamp", "elementwise clamp(x, min, max) (a None bound is not applied)."},
       {"aten::where", "elementwise condition ? self : other, with broadcasting."},
       {"aten::masked_fill", "out = self with value written where mask is true (mask broadcasts)."},
-      {"aten::sum", "sum over `dim` (all dims if None), keepdim keeps reduced dims as size 1; "
-                    "accumulate in float for half inputs."},
-      {"aten::mean", "mean over `dim` (all dims if None), keepdim keeps reduced dims as size 1; "
-                     "accumulate in float for half inputs."},
+      {"aten::sum",
+       "sum over `dim` (all dims if None), keepdim keeps reduced dims as size 1; "
+       "accumulate in float for half inputs."},
+      {"aten::mean",
+       "mean over `dim` (all dims if None), keepdim keeps reduced dims as size 1; "
+       "accumulate in float for half inputs."},
       {"aten::amax", "maximum over `dim`, keepdim keeps reduced dims as size 1."},
       {"aten::var", "variance over `dim` with the given correction (Bessel by default)."},
       {"aten::max_pool2d",
@@ -82,8 +86,9 @@ const absl::flat_hash_map<std::string_view, std::string_view>& Descriptions() {
       {"aten::addmm", "beta * self + alpha * (mat1 @ mat2)."},
       {"aten::linear", "y = input @ weight^T + bias (bias optional) over the last dim of input."},
       {"aten::matmul", "matrix product with broadcasting of batch dims."},
-      {"aten::embedding", "rows of weight gathered by indices: out[..., :] = weight[indices[...], "
-                          ":]."},
+      {"aten::embedding",
+       "rows of weight gathered by indices: out[..., :] = weight[indices[...], "
+       ":]."},
       {"aten::cat", "concatenation of the tensors along `dim`."},
       {"aten::contiguous", "a copy of self in contiguous (row-major) layout."},
       {"aten::clone", "a copy of self (memory_format decides the output layout)."},
@@ -113,7 +118,8 @@ std::string DescribeAtenOp(const v1::SubgraphNode& node) {
     return absl::StrCat("computes ", name, " exactly as PyTorch's aten op with the schema `",
                         node.schema(),
                         "` does (same semantics, broadcasting, type promotion and output "
-                        "layout as torch.", name, ").");
+                        "layout as torch.",
+                        name, ").");
   }
   return absl::StrCat("computes ", name, " exactly as PyTorch's ", node.op(), " does.");
 }

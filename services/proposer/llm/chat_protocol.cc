@@ -111,8 +111,8 @@ absl::StatusOr<ChatReply> ParseAnthropic(const LlmOptions& options, const json& 
 }  // namespace
 
 std::string DescribeEndpoint(const LlmOptions& options) {
-  return absl::StrCat(IsAnthropic(options) ? "Anthropic API" : "OpenAI-compatible server",
-                      " at ", options.base_url);
+  return absl::StrCat(IsAnthropic(options) ? "Anthropic API" : "OpenAI-compatible server", " at ",
+                      options.base_url);
 }
 
 std::string ChatRequestPath(const LlmOptions& options) {

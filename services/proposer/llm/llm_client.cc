@@ -47,8 +47,8 @@ absl::StatusOr<std::unique_ptr<LlmClient>> LlmClient::Create(LlmOptions options)
   KF_ASSIGN_OR_RETURN(std::string key, LoadApiKey(options));
   if (key.empty() && IsPublicEndpoint(options.base_url)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        DescribeEndpoint(options), " needs an API key and none is set: set ",
-        options.api_key_env, " or llm_api_key_file (or point llm_base_url at a local server)"));
+        DescribeEndpoint(options), " needs an API key and none is set: set ", options.api_key_env,
+        " or llm_api_key_file (or point llm_base_url at a local server)"));
   }
   return std::unique_ptr<LlmClient>(new LlmClient(std::move(options), std::move(key)));
 }
@@ -90,8 +90,8 @@ absl::StatusOr<ChatReply> LlmClient::Complete(const ChatRequest& request,
     LlmCallAttempt attempt;
     bool retryable = false;
     std::optional<absl::Duration> retry_after;
-    absl::StatusOr<ChatReply> reply = Attempt(record.request_body, attempt, record, retryable,
-                                              retry_after);
+    absl::StatusOr<ChatReply> reply =
+        Attempt(record.request_body, attempt, record, retryable, retry_after);
     if (reply.ok()) {
       record.attempts.push_back(attempt);
       record.total = absl::Now() - record.started;
@@ -104,21 +104,20 @@ absl::StatusOr<ChatReply> LlmClient::Complete(const ChatRequest& request,
       record.attempts.push_back(attempt);
       break;
     }
-    attempt.wait_after = retry_after.has_value() ? std::min(*retry_after, options_.max_retry_after)
-                                                 : backoff.Next();
+    attempt.wait_after =
+        retry_after.has_value() ? std::min(*retry_after, options_.max_retry_after) : backoff.Next();
     record.attempts.push_back(attempt);
-    spdlog::warn("LLM call to {} failed ({}); retrying in {} (attempt {} of {})",
-                 record.endpoint, std::string(last_error.message()),
-                 absl::FormatDuration(attempt.wait_after),
+    spdlog::warn("LLM call to {} failed ({}); retrying in {} (attempt {} of {})", record.endpoint,
+                 std::string(last_error.message()), absl::FormatDuration(attempt.wait_after),
                  attempt_index + 2, options_.max_retries + 1);
     Sleep(attempt.wait_after);
   }
   record.total = absl::Now() - record.started;
   if (last_retryable && record.attempts.size() > 1) {
-    return absl::UnavailableError(absl::StrCat(
-        DescribeEndpoint(options_), " still failing after ", record.attempts.size(),
-        " attempts (llm_max_retries=", options_.max_retries, "); last error: ",
-        last_error.message()));
+    return absl::UnavailableError(absl::StrCat(DescribeEndpoint(options_), " still failing after ",
+                                               record.attempts.size(),
+                                               " attempts (llm_max_retries=", options_.max_retries,
+                                               "); last error: ", last_error.message()));
   }
   return last_error;
 }
@@ -137,8 +136,8 @@ absl::StatusOr<ChatReply> LlmClient::Attempt(const std::string& body, LlmCallAtt
   }
 
   const absl::Time start = absl::Now();
-  httplib::Result result = client.Post(ChatRequestPath(options_), headers, body,
-                                       "application/json");
+  httplib::Result result =
+      client.Post(ChatRequestPath(options_), headers, body, "application/json");
   attempt.duration = absl::Now() - start;
 
   if (!result) {
@@ -147,25 +146,23 @@ absl::StatusOr<ChatReply> LlmClient::Attempt(const std::string& body, LlmCallAtt
     switch (error) {
       case httplib::Error::Connection:
         return absl::UnavailableError(absl::StrCat(
-            "cannot connect to ", endpoint,
-            ": is the server running and is llm_base_url right?"));
+            "cannot connect to ", endpoint, ": is the server running and is llm_base_url right?"));
       case httplib::Error::ConnectionTimeout:
         return absl::DeadlineExceededError(
             absl::StrCat("connecting to ", endpoint, " timed out after ",
-                         absl::FormatDuration(options_.connect_timeout),
-                         " (llm_connect_timeout)"));
+                         absl::FormatDuration(options_.connect_timeout), " (llm_connect_timeout)"));
       case httplib::Error::Read:
         // httplib reports a read timeout and a connection cut mid-response alike; the time
         // spent tells them apart.
         if (attempt.duration >= options_.read_timeout - absl::Milliseconds(10)) {
-          return absl::DeadlineExceededError(absl::StrCat(
-              endpoint, " sent no complete answer within the read timeout of ",
-              absl::FormatDuration(options_.read_timeout),
-              " (timed out; raise llm_read_timeout for slow models)"));
+          return absl::DeadlineExceededError(
+              absl::StrCat(endpoint, " sent no complete answer within the read timeout of ",
+                           absl::FormatDuration(options_.read_timeout),
+                           " (timed out; raise llm_read_timeout for slow models)"));
         }
-        return absl::UnavailableError(absl::StrCat(
-            endpoint, " closed the connection before the full response arrived ",
-            "(truncated response, read error)"));
+        return absl::UnavailableError(
+            absl::StrCat(endpoint, " closed the connection before the full response arrived ",
+                         "(truncated response, read error)"));
       case httplib::Error::Write:
         return absl::UnavailableError(
             absl::StrCat("sending the request to ", endpoint, " failed (write error)"));
@@ -173,12 +170,12 @@ absl::StatusOr<ChatReply> LlmClient::Attempt(const std::string& body, LlmCallAtt
       case httplib::Error::SSLLoadingCerts:
       case httplib::Error::SSLServerVerification:
         retryable = false;
-        return absl::UnavailableError(absl::StrCat(
-            "TLS with ", endpoint, " failed (", httplib::to_string(error),
-            "): check the URL and the system CA certificates"));
+        return absl::UnavailableError(
+            absl::StrCat("TLS with ", endpoint, " failed (", httplib::to_string(error),
+                         "): check the URL and the system CA certificates"));
       default:
-        return absl::UnavailableError(absl::StrCat("request to ", endpoint, " failed: ",
-                                                   httplib::to_string(error)));
+        return absl::UnavailableError(
+            absl::StrCat("request to ", endpoint, " failed: ", httplib::to_string(error)));
     }
   }
 
@@ -208,9 +205,9 @@ absl::Status LlmClient::ErrorForStatus(int status, std::string_view body) const 
         api_key_.empty()
             ? absl::StrCat(endpoint, " refused the request without a key (", status, "): set ")
             : absl::StrCat(endpoint, " rejected the key (", status, "): set ");
-    std::string message = absl::StrCat(what, options_.api_key_env,
-                                       " (or llm_api_key_file) to a valid key for ",
-                                       options_.base_url, ". Server said: ", said);
+    std::string message =
+        absl::StrCat(what, options_.api_key_env, " (or llm_api_key_file) to a valid key for ",
+                     options_.base_url, ". Server said: ", said);
     return status == 401 ? absl::UnauthenticatedError(message)
                          : absl::PermissionDeniedError(message);
   }
@@ -222,8 +219,7 @@ absl::Status LlmClient::ErrorForStatus(int status, std::string_view body) const 
         said));
   }
   if (status == 429) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(endpoint, " is rate-limiting (429): ", said));
+    return absl::ResourceExhaustedError(absl::StrCat(endpoint, " is rate-limiting (429): ", said));
   }
   if (status >= 500) {
     return absl::UnavailableError(absl::StrCat(endpoint, " failed (", status, "): ", said));

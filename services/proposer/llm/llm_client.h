@@ -21,8 +21,8 @@
 namespace kforge {
 
 struct LlmCallAttempt {
-  int http_status = 0;    // 0: no HTTP response (transport error)
-  std::string error;      // empty on success; key-free
+  int http_status = 0;  // 0: no HTTP response (transport error)
+  std::string error;    // empty on success; key-free
   absl::Duration duration;
   absl::Duration wait_after;  // backoff or Retry-After before the next attempt
 };

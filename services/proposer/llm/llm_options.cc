@@ -43,9 +43,9 @@ std::string DefaultApiKeyEnv(const std::string& backend) {
 
 absl::StatusOr<LlmOptions> ResolveLlmOptions(LlmOptions options) {
   if (!IsKnownBackend(options.backend)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown LLM backend '", options.backend,
-        "': use 'openai' (any OpenAI-compatible server) or 'anthropic'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown LLM backend '", options.backend,
+                     "': use 'openai' (any OpenAI-compatible server) or 'anthropic'"));
   }
   if (options.base_url.empty()) options.base_url = DefaultBaseUrl(options.backend);
   while (absl::EndsWith(options.base_url, "/")) options.base_url.pop_back();
@@ -58,8 +58,8 @@ absl::StatusOr<LlmOptions> ResolveLlmOptions(LlmOptions options) {
   if (options.model.empty()) options.model = DefaultModel(options.backend);
   if (options.api_key_env.empty()) options.api_key_env = DefaultApiKeyEnv(options.backend);
   if (options.temperature < 0.0 || options.temperature > 2.0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "llm_temperature ", options.temperature, " is out of range: use 0 to 2"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("llm_temperature ", options.temperature, " is out of range: use 0 to 2"));
   }
   if (options.max_tokens < 1) {
     return absl::InvalidArgumentError(
@@ -92,19 +92,17 @@ absl::Status ApplyLlmConfig(const Config& config, LlmOptions& options) {
   KF_RETURN_IF_ERROR(Override(config, "llm_backend", &Config::GetString, options.backend));
   KF_RETURN_IF_ERROR(Override(config, "llm_base_url", &Config::GetString, options.base_url));
   KF_RETURN_IF_ERROR(Override(config, "llm_model", &Config::GetString, options.model));
-  KF_RETURN_IF_ERROR(
-      Override(config, "llm_api_key_env", &Config::GetString, options.api_key_env));
+  KF_RETURN_IF_ERROR(Override(config, "llm_api_key_env", &Config::GetString, options.api_key_env));
   KF_RETURN_IF_ERROR(
       Override(config, "llm_api_key_file", &Config::GetString, options.api_key_file));
-  KF_RETURN_IF_ERROR(Override(config, "llm_anthropic_version", &Config::GetString,
-                              options.anthropic_version));
-  KF_RETURN_IF_ERROR(Override(config, "llm_max_tokens_field", &Config::GetString,
-                              options.max_tokens_field));
   KF_RETURN_IF_ERROR(
-      Override(config, "llm_temperature", &Config::GetDouble, options.temperature));
+      Override(config, "llm_anthropic_version", &Config::GetString, options.anthropic_version));
+  KF_RETURN_IF_ERROR(
+      Override(config, "llm_max_tokens_field", &Config::GetString, options.max_tokens_field));
+  KF_RETURN_IF_ERROR(Override(config, "llm_temperature", &Config::GetDouble, options.temperature));
   KF_RETURN_IF_ERROR(Override(config, "llm_max_tokens", &Config::GetInt, options.max_tokens));
-  KF_RETURN_IF_ERROR(Override(config, "llm_connect_timeout", &Config::GetDuration,
-                              options.connect_timeout));
+  KF_RETURN_IF_ERROR(
+      Override(config, "llm_connect_timeout", &Config::GetDuration, options.connect_timeout));
   KF_RETURN_IF_ERROR(
       Override(config, "llm_read_timeout", &Config::GetDuration, options.read_timeout));
   KF_RETURN_IF_ERROR(

@@ -24,8 +24,8 @@ std::string LlmCandidateId(std::string_view source, std::string_view launch_plan
 }
 
 absl::StatusOr<std::unique_ptr<LlmProposer>> LlmProposer::Create(const LlmOptions& options,
-                                                                Store* transcripts,
-                                                                PromptOptions prompt_options) {
+                                                                 Store* transcripts,
+                                                                 PromptOptions prompt_options) {
   KF_ASSIGN_OR_RETURN(std::unique_ptr<LlmClient> client, LlmClient::Create(options));
   return std::unique_ptr<LlmProposer>(
       new LlmProposer(std::move(client), transcripts, prompt_options));
@@ -96,8 +96,8 @@ absl::StatusOr<v1::ProposeResponse> LlmProposer::Propose(const v1::ProposeReques
   return response;
 }
 
-LlmProposer::CallOutcome LlmProposer::RunCall(const v1::ProposeRequest& request,
-                                              ChatRequest prompt, int call_index) {
+LlmProposer::CallOutcome LlmProposer::RunCall(const v1::ProposeRequest& request, ChatRequest prompt,
+                                              int call_index) {
   const LlmOptions& options = client_->options();
   CallOutcome outcome;
   LlmTranscript transcript;
@@ -136,9 +136,9 @@ LlmProposer::CallOutcome LlmProposer::RunCall(const v1::ProposeRequest& request,
       rejection.set_reason(kRejectRefused);
       rejection.set_message(absl::StrCat("The model declined: ", reply->refusal));
     } else if (reply->truncated) {
-      rejection.set_message(absl::StrCat(
-          rejection.message(), " (The answer stopped at the token limit of ", options.max_tokens,
-          ": keep the explanation short.)"));
+      rejection.set_message(absl::StrCat(rejection.message(),
+                                         " (The answer stopped at the token limit of ",
+                                         options.max_tokens, ": keep the explanation short.)"));
     }
     transcript.outcome = "rejected";
     transcript.rejection = rejection;

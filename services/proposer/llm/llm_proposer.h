@@ -29,8 +29,8 @@ class LlmProposer : public Proposer {
   // `transcripts` (not owned, may be null) receives every call's transcript as a blob;
   // without a store the transcripts stay in memory (the most recent kMaxTranscriptsInMemory).
   static absl::StatusOr<std::unique_ptr<LlmProposer>> Create(const LlmOptions& options,
-                                                            Store* transcripts,
-                                                            PromptOptions prompt_options = {});
+                                                             Store* transcripts,
+                                                             PromptOptions prompt_options = {});
 
   static constexpr size_t kMaxTranscriptsInMemory = 4096;
 

@@ -18,17 +18,28 @@ namespace {
 
 std::string DTypeText(v1::DType dtype) {
   switch (dtype) {
-    case v1::FLOAT32: return "float32 (float)";
-    case v1::FLOAT16: return "float16 (__half)";
-    case v1::BFLOAT16: return "bfloat16 (__nv_bfloat16)";
-    case v1::FLOAT64: return "float64 (double)";
-    case v1::INT64: return "int64 (long long)";
-    case v1::INT32: return "int32 (int)";
-    case v1::INT16: return "int16 (short)";
-    case v1::INT8: return "int8 (signed char)";
-    case v1::UINT8: return "uint8 (unsigned char)";
-    case v1::BOOL: return "bool (1 byte)";
-    default: return "unspecified dtype";
+    case v1::FLOAT32:
+      return "float32 (float)";
+    case v1::FLOAT16:
+      return "float16 (__half)";
+    case v1::BFLOAT16:
+      return "bfloat16 (__nv_bfloat16)";
+    case v1::FLOAT64:
+      return "float64 (double)";
+    case v1::INT64:
+      return "int64 (long long)";
+    case v1::INT32:
+      return "int32 (int)";
+    case v1::INT16:
+      return "int16 (short)";
+    case v1::INT8:
+      return "int8 (signed char)";
+    case v1::UINT8:
+      return "uint8 (unsigned char)";
+    case v1::BOOL:
+      return "bool (1 byte)";
+    default:
+      return "unspecified dtype";
   }
 }
 
@@ -53,8 +64,8 @@ bool IsContiguous(const v1::TensorSignature& sig) {
 }
 
 std::string DescribeTensor(const v1::TensorSignature& sig) {
-  std::string text = absl::StrCat(DTypeText(sig.dtype()), ", sizes [",
-                                   absl::StrJoin(sig.sizes(), ", "), "]");
+  std::string text =
+      absl::StrCat(DTypeText(sig.dtype()), ", sizes [", absl::StrJoin(sig.sizes(), ", "), "]");
   if (sig.strides_size() > 0) {
     absl::StrAppend(&text, ", strides [", absl::StrJoin(sig.strides(), ", "), "]");
   }
@@ -65,15 +76,20 @@ std::string DescribeTensor(const v1::TensorSignature& sig) {
 
 std::string ScalarText(const v1::ScalarValue& value) {
   switch (value.value_case()) {
-    case v1::ScalarValue::kIntValue: return absl::StrCat(value.int_value());
-    case v1::ScalarValue::kFloatValue: return absl::StrCat(value.float_value());
-    case v1::ScalarValue::kBoolValue: return value.bool_value() ? "true" : "false";
-    case v1::ScalarValue::kStringValue: return absl::StrCat("\"", value.string_value(), "\"");
+    case v1::ScalarValue::kIntValue:
+      return absl::StrCat(value.int_value());
+    case v1::ScalarValue::kFloatValue:
+      return absl::StrCat(value.float_value());
+    case v1::ScalarValue::kBoolValue:
+      return value.bool_value() ? "true" : "false";
+    case v1::ScalarValue::kStringValue:
+      return absl::StrCat("\"", value.string_value(), "\"");
     case v1::ScalarValue::kIntList:
       return absl::StrCat("[", absl::StrJoin(value.int_list().values(), ", "), "]");
     case v1::ScalarValue::kFloatList:
       return absl::StrCat("[", absl::StrJoin(value.float_list().values(), ", "), "]");
-    default: return "None";
+    default:
+      return "None";
   }
 }
 
@@ -97,23 +113,23 @@ void AppendScalarLayout(const v1::Target& target, std::string& out) {
       switch (value.value_case()) {
         case v1::ScalarValue::kIntValue:
         case v1::ScalarValue::kBoolValue:
-          lines.push_back(absl::StrCat("- args.int_args[", next_int++, "] = ",
-                                       ScalarText(value), "  (", what, ")"));
+          lines.push_back(absl::StrCat("- args.int_args[", next_int++, "] = ", ScalarText(value),
+                                       "  (", what, ")"));
           break;
         case v1::ScalarValue::kIntList:
           for (int64_t v : value.int_list().values()) {
-            lines.push_back(absl::StrCat("- args.int_args[", next_int++, "] = ", v, "  (", what,
-                                         ", element)"));
+            lines.push_back(
+                absl::StrCat("- args.int_args[", next_int++, "] = ", v, "  (", what, ", element)"));
           }
           break;
         case v1::ScalarValue::kFloatValue:
-          lines.push_back(absl::StrCat("- args.float_args[", next_float++, "] = ",
-                                       ScalarText(value), "  (", what, ")"));
+          lines.push_back(absl::StrCat("- args.float_args[", next_float++,
+                                       "] = ", ScalarText(value), "  (", what, ")"));
           break;
         case v1::ScalarValue::kFloatList:
           for (double v : value.float_list().values()) {
-            lines.push_back(absl::StrCat("- args.float_args[", next_float++, "] = ", v, "  (",
-                                         what, ", element)"));
+            lines.push_back(absl::StrCat("- args.float_args[", next_float++, "] = ", v, "  (", what,
+                                         ", element)"));
           }
           break;
         case v1::ScalarValue::kStringValue:
@@ -162,8 +178,9 @@ void AppendTarget(const v1::Target& target, std::string& out) {
     absl::StrAppend(&out, "- inputs[", i, "] `", name, "`: ", DescribeTensor(target.inputs(i)),
                     "\n");
   }
-  absl::StrAppend(&out, "Outputs (args.outputs[j]; poisoned with NaN before each launch, so "
-                        "write every element):\n");
+  absl::StrAppend(&out,
+                  "Outputs (args.outputs[j]; poisoned with NaN before each launch, so "
+                  "write every element):\n");
   for (int j = 0; j < target.outputs_size(); ++j) {
     const std::string name = j < target.output_names_size() ? target.output_names(j) : "";
     absl::StrAppend(&out, "- outputs[", j, "] `", name, "`: ", DescribeTensor(target.outputs(j)),
@@ -173,8 +190,8 @@ void AppendTarget(const v1::Target& target, std::string& out) {
   if (!target.shape_symbols().empty()) {
     std::map<std::string, int64_t> sorted(target.shape_symbols().begin(),
                                           target.shape_symbols().end());
-    absl::StrAppend(&out, "Shape symbols: ",
-                    absl::StrJoin(sorted, ", ", absl::PairFormatter("=")), "\n");
+    absl::StrAppend(&out, "Shape symbols: ", absl::StrJoin(sorted, ", ", absl::PairFormatter("=")),
+                    "\n");
   }
   absl::StrAppend(
       &out, target.shape_generic()
@@ -191,13 +208,12 @@ void AppendTarget(const v1::Target& target, std::string& out) {
     absl::StrAppend(&out, ".\n");
   }
   if (target.floor_s() > 0 || target.min_bytes_moved() > 0) {
-    absl::StrAppend(&out, "Speed-of-light floor: ",
-                    target.floor_s() > 0 ? Micros(target.floor_s()) : "unknown",
-                    target.min_bytes_moved() > 0
-                        ? absl::StrCat(" (it must move at least ", Bytes(target.min_bytes_moved()),
-                                       ")")
-                        : "",
-                    ".\n");
+    absl::StrAppend(
+        &out, "Speed-of-light floor: ", target.floor_s() > 0 ? Micros(target.floor_s()) : "unknown",
+        target.min_bytes_moved() > 0
+            ? absl::StrCat(" (it must move at least ", Bytes(target.min_bytes_moved()), ")")
+            : "",
+        ".\n");
   }
 }
 
@@ -258,13 +274,12 @@ void AppendFeedback(const v1::EvaluatedCandidate& evaluated, const PromptOptions
                       absl::StrFormat("On input set %s, output %d: first bad index %d, max abs "
                                       "error %g, max rel error %g, tolerance %g (eager's own "
                                       "error %g)\n",
-                                      d.input_set().empty() ? "?" : d.input_set(),
-                                      d.output_index(), d.first_bad_index(), d.max_abs_error(),
-                                      d.max_rel_error(), d.tolerance(), d.eager_error()));
+                                      d.input_set().empty() ? "?" : d.input_set(), d.output_index(),
+                                      d.first_bad_index(), d.max_abs_error(), d.max_rel_error(),
+                                      d.tolerance(), d.eager_error()));
     }
     if (!d.log_excerpt().empty()) {
-      absl::StrAppend(&out, "Log:\n```\n", Head(d.log_excerpt(), options.max_log_chars),
-                      "\n```\n");
+      absl::StrAppend(&out, "Log:\n```\n", Head(d.log_excerpt(), options.max_log_chars), "\n```\n");
     }
   }
   if (evaluation.has_resources() && evaluated.compile().kernels_size() == 0) {
@@ -281,10 +296,10 @@ void AppendFeedback(const v1::EvaluatedCandidate& evaluated, const PromptOptions
       absl::StrAppend(&out, absl::StrFormat(" (speedup %.2fx)", evaluation.speedup()));
     }
     if (evaluation.floor_s() > 0) {
-      absl::StrAppend(&out, absl::StrFormat("; floor %s, so %.0f%% of speed-of-light",
-                                            Micros(evaluation.floor_s()),
-                                            100.0 * evaluation.floor_s() /
-                                                evaluation.candidate().median_s()));
+      absl::StrAppend(
+          &out,
+          absl::StrFormat("; floor %s, so %.0f%% of speed-of-light", Micros(evaluation.floor_s()),
+                          100.0 * evaluation.floor_s() / evaluation.candidate().median_s()));
     }
     absl::StrAppend(&out, "\n");
   }
@@ -369,10 +384,10 @@ std::string BuildUserPrompt(const v1::ProposeRequest& request, const PromptOptio
                           !request.parent().candidate().source().empty();
   if (has_parent) {
     const v1::EvaluatedCandidate& parent = request.parent();
-    absl::StrAppend(&out, "\n## Parent kernel\nThe kernel to improve on (proposed by ",
-                    parent.candidate().proposer().empty() ? "an earlier turn"
-                                                          : parent.candidate().proposer(),
-                    "):\n");
+    absl::StrAppend(
+        &out, "\n## Parent kernel\nThe kernel to improve on (proposed by ",
+        parent.candidate().proposer().empty() ? "an earlier turn" : parent.candidate().proposer(),
+        "):\n");
     AppendCandidateCode(parent.candidate(), out);
     absl::StrAppend(&out, "\n### Feedback on the parent\n");
     AppendFeedback(parent, options, out);
@@ -392,8 +407,9 @@ std::string BuildUserPrompt(const v1::ProposeRequest& request, const PromptOptio
     (Failed(sibling) ? failed : passed).push_back(&sibling);
   }
   if (!failed.empty()) {
-    absl::StrAppend(&out, "\n## Failed siblings\nOther attempts from the same parent that "
-                          "failed; do not repeat their mistakes:\n");
+    absl::StrAppend(&out,
+                    "\n## Failed siblings\nOther attempts from the same parent that "
+                    "failed; do not repeat their mistakes:\n");
     int shown = 0;
     for (const v1::EvaluatedCandidate* sibling : failed) {
       if (shown++ == options.max_siblings) {
@@ -402,9 +418,9 @@ std::string BuildUserPrompt(const v1::ProposeRequest& request, const PromptOptio
       }
       absl::StrAppend(&out, "\n### Sibling ", shown, "\n");
       if (options.max_sibling_source_chars > 0) {
-        absl::StrAppend(&out, "Source (start):\n```\n",
-                        Head(sibling->candidate().source(), options.max_sibling_source_chars),
-                        "\n```\n");
+        std::string source = Head(sibling->candidate().source(), options.max_sibling_source_chars);
+        while (!source.empty() && source.back() == '\n') source.pop_back();
+        absl::StrAppend(&out, "Source (start):\n```\n", source, "\n```\n");
       }
       AppendFeedback(*sibling, options, out);
     }
@@ -422,15 +438,18 @@ std::string BuildUserPrompt(const v1::ProposeRequest& request, const PromptOptio
   if (!has_parent) {
     absl::StrAppend(&out, "Write a correct and fast first kernel for this target.");
   } else if (Failed(request.parent())) {
-    absl::StrAppend(&out, "The parent failed. Fix the cause shown in its feedback, keeping "
-                          "what is sound; if its approach cannot work, take another.");
+    absl::StrAppend(&out,
+                    "The parent failed. Fix the cause shown in its feedback, keeping "
+                    "what is sound; if its approach cannot work, take another.");
   } else {
-    absl::StrAppend(&out, "Write a faster kernel than the parent: use the feedback (time vs "
-                          "floor, registers, spills) to decide what limits it, and change "
-                          "that. Keep it correct.");
+    absl::StrAppend(&out,
+                    "Write a faster kernel than the parent: use the feedback (time vs "
+                    "floor, registers, spills) to decide what limits it, and change "
+                    "that. Keep it correct.");
   }
-  absl::StrAppend(&out, " Answer in the format of the system prompt: one ```cuda block and "
-                        "one ```json launch-plan block.\n");
+  absl::StrAppend(&out,
+                  " Answer in the format of the system prompt: one ```cuda block and "
+                  "one ```json launch-plan block.\n");
   return out;
 }
 

@@ -26,8 +26,7 @@ struct PromptOptions {
 std::string BuildSystemPrompt();
 
 // The target-specific part.
-std::string BuildUserPrompt(const v1::ProposeRequest& request,
-                            const PromptOptions& options = {});
+std::string BuildUserPrompt(const v1::ProposeRequest& request, const PromptOptions& options = {});
 
 // Both, with request.seed.
 ChatRequest BuildProposalPrompt(const v1::ProposeRequest& request,

@@ -8,9 +8,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/launch_plan.h"
 #include "nlohmann/json.hpp"
 #include "services/proposer/llm/string_view_compat.h"
@@ -51,8 +51,8 @@ std::vector<FencedBlock> FindFencedBlocks(absl::string_view text) {
 }
 
 bool IsCodeInfo(const std::string& info) {
-  static const absl::flat_hash_set<std::string> kCode = {"cuda", "cu",  "cuh", "cpp", "c++",
-                                                         "cxx",  "cc",  "c",   "h",   "hpp"};
+  static const absl::flat_hash_set<std::string> kCode = {"cuda", "cu", "cuh", "cpp", "c++",
+                                                         "cxx",  "cc", "c",   "h",   "hpp"};
   return kCode.contains(info);
 }
 
@@ -151,8 +151,7 @@ std::vector<KernelDecl> FindKernels(const std::vector<Token>& tokens) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     const Token& token = tokens[i];
     if (token.text == "{") {
-      const bool extern_block = i >= 2 && Is(tokens, i - 2, "extern") &&
-                                Is(tokens, i - 1, "\"C\"");
+      const bool extern_block = i >= 2 && Is(tokens, i - 2, "extern") && Is(tokens, i - 1, "\"C\"");
       braces.push_back(extern_block);
       continue;
     }
@@ -207,15 +206,24 @@ bool TakesKfArgs(const KernelDecl& kernel) {
 
 bool IsAllowedInclude(absl::string_view path) {
   static const absl::flat_hash_set<absl::string_view> kExact = {
-      "kforge_device.h",      "cuda_fp16.h",
-      "cuda_bf16.h",          "cuda_fp8.h",
-      "cuda_fp4.h",           "cuda_fp6.h",
-      "cooperative_groups.h", "mma.h",
-      "cuda_pipeline.h",      "cuda_pipeline_primitives.h",
-      "cuda_awbarrier.h",     "cuda_awbarrier_primitives.h",
-      "cuda/barrier",         "cuda/pipeline",
-      "cuda/atomic",          "cuda/annotated_ptr",
-      "cuda/ptx",             "cuda/memory_resource",
+      "kforge_device.h",
+      "cuda_fp16.h",
+      "cuda_bf16.h",
+      "cuda_fp8.h",
+      "cuda_fp4.h",
+      "cuda_fp6.h",
+      "cooperative_groups.h",
+      "mma.h",
+      "cuda_pipeline.h",
+      "cuda_pipeline_primitives.h",
+      "cuda_awbarrier.h",
+      "cuda_awbarrier_primitives.h",
+      "cuda/barrier",
+      "cuda/pipeline",
+      "cuda/atomic",
+      "cuda/annotated_ptr",
+      "cuda/ptx",
+      "cuda/memory_resource",
   };
   return kExact.contains(path) || absl::StartsWith(path, "cuda/std/") ||
          absl::StartsWith(path, "cooperative_groups/");
@@ -269,9 +277,9 @@ std::optional<v1::Rejection> HostCode(int line, std::string what) {
 
 std::optional<v1::Rejection> CheckHostCode(const std::vector<Token>& tokens) {
   static const absl::flat_hash_set<absl::string_view> kHostCalls = {
-      "malloc", "calloc", "realloc", "free",   "fopen",  "fclose", "fread",  "fwrite",
-      "fprintf", "fputs", "fscanf",  "system", "popen",  "fork",   "execv",  "execvp",
-      "execl",  "execlp", "execve",  "dlopen", "getenv", "exit",   "remove", "unlink"};
+      "malloc",  "calloc", "realloc", "free",   "fopen",  "fclose", "fread",  "fwrite",
+      "fprintf", "fputs",  "fscanf",  "system", "popen",  "fork",   "execv",  "execvp",
+      "execl",   "execlp", "execve",  "dlopen", "getenv", "exit",   "remove", "unlink"};
   static const absl::flat_hash_set<absl::string_view> kHostNames = {
       "PYBIND11_MODULE", "pybind11", "load_inline", "ofstream", "ifstream",
       "fstream",         "cout",     "cerr",        "FILE"};
@@ -333,8 +341,9 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
                                "expressions as strings (\"ceil_div(ROWS, 4)\")."));
   }
   if (!plan.is_object()) {
-    return Reject(kRejectBadPlanJson, "The ```json launch plan must be a JSON object with a "
-                                      "\"launches\" array.");
+    return Reject(kRejectBadPlanJson,
+                  "The ```json launch plan must be a JSON object with a "
+                  "\"launches\" array.");
   }
   auto launches = plan.find("launches");
   if (launches == plan.end() || !launches->is_array() || launches->empty()) {
@@ -354,9 +363,11 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
     if (!launch.is_object() || !launch.contains("entry") || !launch["entry"].is_string() ||
         launch["entry"].get<std::string>().empty()) {
       return Reject(kRejectBadEntryPoint,
-                    absl::StrCat("launches[", i, "] names no entry point: give it \"entry\": "
+                    absl::StrCat("launches[", i,
+                                 "] names no entry point: give it \"entry\": "
                                  "the name of an extern \"C\" __global__ function of the source "
-                                 "(the source defines ", defined_text, ")."));
+                                 "(the source defines ",
+                                 defined_text, ")."));
     }
     const std::string entry = launch["entry"].get<std::string>();
     auto kernel = std::find_if(kernels.begin(), kernels.end(),
@@ -453,9 +464,8 @@ ParseResult ParseLlmAnswer(std::string_view text) {
     }
   }
   if (code_blocks.empty()) {
-    result.rejection = Reject(kRejectNoCodeBlock,
-                              absl::StrCat("The answer has no ```cuda code block.",
-                                           kFormatReminder));
+    result.rejection = Reject(
+        kRejectNoCodeBlock, absl::StrCat("The answer has no ```cuda code block.", kFormatReminder));
     return result;
   }
   if (code_blocks.size() > 1) {
@@ -468,23 +478,23 @@ ParseResult ParseLlmAnswer(std::string_view text) {
     return result;
   }
   if (plan_blocks.empty()) {
-    result.rejection = Reject(kRejectNoPlanBlock,
-                              absl::StrCat("The answer has no ```json launch plan block.",
-                                           kFormatReminder));
+    result.rejection =
+        Reject(kRejectNoPlanBlock,
+               absl::StrCat("The answer has no ```json launch plan block.", kFormatReminder));
     return result;
   }
   if (plan_blocks.size() > 1) {
-    result.rejection = Reject(
-        kRejectMultiplePlanBlocks,
-        absl::StrCat("The answer has ", plan_blocks.size(),
-                     " ```json blocks; give one launch plan listing every launch in order.",
-                     kFormatReminder));
+    result.rejection =
+        Reject(kRejectMultiplePlanBlocks,
+               absl::StrCat("The answer has ", plan_blocks.size(),
+                            " ```json blocks; give one launch plan listing every launch in order.",
+                            kFormatReminder));
     return result;
   }
   if (!plan_blocks.front()->terminated) {
-    result.rejection = Reject(kRejectUnterminatedBlock,
-                              absl::StrCat("The ```json launch plan block is never closed.",
-                                           kFormatReminder));
+    result.rejection =
+        Reject(kRejectUnterminatedBlock,
+               absl::StrCat("The ```json launch plan block is never closed.", kFormatReminder));
     return result;
   }
 

@@ -1,0 +1,220 @@
+// The optimize report (see optimize_report.h).
+#include "services/coordinator/embedded/optimize_report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace kforge {
+namespace {
+
+std::string Time(double seconds) {
+  if (seconds <= 0) return "-";
+  if (seconds < 1e-3) return absl::StrFormat("%.2f us", seconds * 1e6);
+  if (seconds < 1) return absl::StrFormat("%.3f ms", seconds * 1e3);
+  return absl::StrFormat("%.3f s", seconds);
+}
+
+std::string Fit(const std::string& text, size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+}
+
+nlohmann::json CompiledToJson(const CompiledCandidate& c) {
+  nlohmann::json json = {
+      {"candidate_id", c.candidate_id},
+      {"proposer", c.proposer},
+      {"params", c.params},
+      {"compile_status", v1::CompileStatus_Name(c.status)},
+      {"cache_hit", c.cache_hit},
+      {"registers", c.registers},
+      {"spill_bytes", c.spill_bytes},
+  };
+  if (!c.log_excerpt.empty()) json["log_excerpt"] = c.log_excerpt;
+  return json;
+}
+
+}  // namespace
+
+std::string MessageToJsonText(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+double EstimatedForwardSpeedup(const OptimizeReport& report) {
+  double saved = 0;
+  for (const TargetReport& t : report.targets) {
+    if (t.speedup > 0) saved += t.target.share() * (1.0 - 1.0 / t.speedup);
+  }
+  saved = std::min(saved, 0.99);  // shares are estimates; never divide by ~0
+  return 1.0 / (1.0 - saved);
+}
+
+nlohmann::json ReportToJson(const OptimizeReport& report) {
+  nlohmann::json targets = nlohmann::json::array();
+  for (const TargetReport& t : report.targets) {
+    nlohmann::json json = {
+        {"target_id", t.target.id()},
+        {"op", TargetOpName(t.target)},
+        {"signature", TargetSignature(t.target)},
+        {"family", t.target.family()},
+        {"share", t.target.share()},
+        {"calls_per_forward", t.target.calls_per_forward()},
+        {"eager_s", t.eager_s},
+        {"best_s", t.best_s},
+        {"floor_s", t.floor_s},
+        {"speedup", t.speedup},
+        {"search_best_speedup", t.search_best_speedup},
+        {"iterations", t.iterations},
+        {"verdict_counts", t.verdict_counts},
+        {"stop_reason", t.stop_reason},
+        {"best_candidate_id", t.best_candidate_id},
+        {"reconfirmed", t.reconfirmed},
+        {"kernel_dir", t.kernel_dir},
+        {"tree", absl::StrCat("trees/", t.target.id(), ".pb")},
+        {"notes", t.notes},
+    };
+    if (!t.error.empty()) json["error"] = t.error;
+    if (!t.compiled.empty()) {
+      nlohmann::json compiled = nlohmann::json::array();
+      for (const CompiledCandidate& c : t.compiled) compiled.push_back(CompiledToJson(c));
+      json["compiled_candidates"] = std::move(compiled);
+    }
+    targets.push_back(std::move(json));
+  }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const SkippedTarget& s : report.skipped) {
+    skipped.push_back({{"target_id", s.target.id()},
+                       {"op", TargetOpName(s.target)},
+                       {"signature", TargetSignature(s.target)},
+                       {"share", s.target.share()},
+                       {"reason", s.reason}});
+  }
+  nlohmann::json lanes = nlohmann::json::array();
+  for (int64_t n : report.runner.evaluations_per_lane) lanes.push_back(n);
+  return {
+      {"format_version", 1},
+      {"status", report.status},
+      {"message", report.message},
+      {"model", {{"path", report.model_path}, {"name", report.model_name}}},
+      {"inputs", report.inputs_path},
+      {"capture_device", report.capture_device},
+      {"gpu", report.gpu_name},
+      {"proposer", report.proposer},
+      {"store", report.store_url},
+      {"seed", std::to_string(report.seed)},
+      {"iterations_per_target", report.iterations_per_target},
+      {"time_budget_s", report.time_budget_s},
+      {"resumed", report.resumed},
+      {"forward_time_s", report.forward_time_s},
+      {"estimated_forward_speedup", EstimatedForwardSpeedup(report)},
+      {"search_wall_s", report.search_wall_s},
+      {"targets", std::move(targets)},
+      {"skipped", std::move(skipped)},
+      {"llm_usage",
+       {{"input_tokens", report.llm_usage.input_tokens()},
+        {"output_tokens", report.llm_usage.output_tokens()},
+        {"cost_usd", report.llm_usage.cost_usd()},
+        {"calls", report.llm_usage.calls()}}},
+      {"compile",
+       {{"compiles", report.runner.compiles},
+        {"cache_hits", report.runner.compile_cache_hits},
+        {"compiled_ok", report.runner.compiled_ok}}},
+      {"evaluations_per_gpu", std::move(lanes)},
+  };
+}
+
+std::string FormatSummaryText(const OptimizeReport& report) {
+  std::string out = absl::StrFormat(
+      "kforge optimize: %s (%s)\nmodel %s, captured on %s, forward %s; proposer %s, seed %d%s\n",
+      report.model_name, report.status, report.model_path, report.capture_device,
+      Time(report.forward_time_s), report.proposer, report.seed,
+      report.gpu_name.empty() ? "" : absl::StrCat("; GPU ", report.gpu_name));
+  if (!report.message.empty()) absl::StrAppend(&out, report.message, "\n");
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, absl::StrFormat("%-12s %-40s %6s %10s %10s %10s %8s %6s  %s\n", "target",
+                                        "op / signature", "share", "eager", "best", "floor",
+                                        "speedup", "iters", "stop"));
+  for (const TargetReport& t : report.targets) {
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "%-12s %-40s %5.1f%% %10s %10s %10s %8s %6d  %s\n", t.target.id().substr(0, 12),
+                  Fit(absl::StrCat(TargetOpName(t.target), " ", TargetSignature(t.target)), 40),
+                  t.target.share() * 100, Time(t.eager_s), Time(t.best_s), Time(t.floor_s),
+                  t.speedup > 0 ? absl::StrFormat("%.2fx", t.speedup) : "-", t.iterations,
+                  t.stop_reason));
+    std::string counts;
+    for (const auto& [verdict, n] : t.verdict_counts) {
+      absl::StrAppend(&counts, counts.empty() ? "" : ", ", verdict, " ", n);
+    }
+    if (!counts.empty()) absl::StrAppend(&out, "             verdicts: ", counts, "\n");
+    if (!t.compiled.empty()) {
+      int ok = 0;
+      for (const CompiledCandidate& c : t.compiled) ok += c.status == v1::COMPILE_OK;
+      absl::StrAppend(&out, absl::StrFormat("             compiled %d candidates, %d cleanly\n",
+                                            t.compiled.size(), ok));
+    }
+    if (!t.kernel_dir.empty()) absl::StrAppend(&out, "             winner: ", t.kernel_dir, "\n");
+    if (!t.error.empty()) absl::StrAppend(&out, "             error: ", t.error, "\n");
+    for (const std::string& note : t.notes) absl::StrAppend(&out, "             note: ", note, "\n");
+  }
+  if (!report.skipped.empty()) {
+    absl::StrAppend(&out, "\nskipped:\n");
+    for (const SkippedTarget& s : report.skipped) {
+      absl::StrAppend(&out, absl::StrFormat("  %-12s %-40s %5.1f%%  %s\n", s.target.id().substr(0, 12),
+                                            Fit(absl::StrCat(TargetOpName(s.target), " ",
+                                                             TargetSignature(s.target)),
+                                                40),
+                                            s.target.share() * 100, s.reason));
+    }
+  }
+  if (report.status == "complete") {
+    absl::StrAppend(&out, absl::StrFormat(
+                              "\nestimated end-to-end speedup of the forward pass: %.3fx (from the "
+                              "capture's time shares)\n",
+                              EstimatedForwardSpeedup(report)));
+  }
+  if (report.llm_usage.calls() > 0) {
+    absl::StrAppend(&out, absl::StrFormat("LLM: %d calls, %d input + %d output tokens, $%.4f\n",
+                                          report.llm_usage.calls(),
+                                          report.llm_usage.input_tokens(),
+                                          report.llm_usage.output_tokens(),
+                                          report.llm_usage.cost_usd()));
+  }
+  return out;
+}
+
+absl::Status WriteWinner(const RunDirectory& dir, const v1::Target& target,
+                         const v1::EvaluatedCandidate& winner) {
+  const std::filesystem::path kernel_dir = dir.kernel_dir(target.id());
+  std::error_code ec;
+  std::filesystem::create_directories(kernel_dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", kernel_dir.string(), ": ", ec.message()));
+  }
+  if (winner.compile().cubin().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the winner of target ", target.id(), " has no cubin; re-run with --resume"));
+  }
+  v1::EvaluatedCandidate described = winner;
+  described.mutable_compile()->clear_cubin();
+  described.mutable_compile()->clear_ptx();
+  for (const auto& [name, data] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"kernel.cu", winner.candidate().source()},
+           {"plan.json", winner.candidate().launch_plan_json()},
+           {"candidate.json", MessageToJsonText(described)},
+           {"target.json", MessageToJsonText(target)},
+           {"cubin", winner.compile().cubin()}}) {
+    if (absl::Status s = WriteFileAtomically(kernel_dir / name, data); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kforge

@@ -1,0 +1,91 @@
+// Target selection (see target_selection.h).
+#include "services/coordinator/embedded/target_selection.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kforge {
+namespace {
+
+std::string DtypeShort(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT32: return "f32";
+    case v1::FLOAT16: return "f16";
+    case v1::BFLOAT16: return "bf16";
+    case v1::FLOAT64: return "f64";
+    case v1::INT64: return "i64";
+    case v1::INT32: return "i32";
+    case v1::INT16: return "i16";
+    case v1::INT8: return "i8";
+    case v1::UINT8: return "u8";
+    case v1::BOOL: return "b8";
+    default: return "?";
+  }
+}
+
+std::string ScalarText(const v1::ScalarValue& value) {
+  switch (value.value_case()) {
+    case v1::ScalarValue::kIntValue: return absl::StrCat(value.int_value());
+    case v1::ScalarValue::kFloatValue: return absl::StrCat(value.float_value());
+    case v1::ScalarValue::kBoolValue: return value.bool_value() ? "True" : "False";
+    case v1::ScalarValue::kStringValue: return absl::StrCat("'", value.string_value(), "'");
+    case v1::ScalarValue::kIntList:
+      return absl::StrCat("[", absl::StrJoin(value.int_list().values(), ","), "]");
+    case v1::ScalarValue::kFloatList:
+      return absl::StrCat("[", absl::StrJoin(value.float_list().values(), ","), "]");
+    default: return "None";
+  }
+}
+
+}  // namespace
+
+std::string TargetOpName(const v1::Target& target) {
+  std::vector<std::string> ops;
+  for (const v1::SubgraphNode& node : target.nodes()) ops.push_back(node.op());
+  return ops.empty() ? "?" : absl::StrJoin(ops, " -> ");
+}
+
+std::string TargetSignature(const v1::Target& target) {
+  std::vector<std::string> parts;
+  for (const v1::TensorSignature& input : target.inputs()) {
+    parts.push_back(
+        absl::StrCat(DtypeShort(input.dtype()), "[", absl::StrJoin(input.sizes(), ","), "]"));
+  }
+  for (const v1::SubgraphNode& node : target.nodes()) {
+    for (const v1::Argument& arg : node.args()) {
+      if (arg.has_scalar()) parts.push_back(absl::StrCat(arg.name(), "=", ScalarText(arg.scalar())));
+    }
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
+                              const TargetRefusal& refusal) {
+  std::vector<const v1::Target*> ranked;
+  for (const v1::Target& t : profile.targets()) ranked.push_back(&t);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const v1::Target* a, const v1::Target* b) {
+    return a->share() > b->share();
+  });
+  TargetSelection selection;
+  for (const v1::Target* t : ranked) {
+    if (static_cast<int>(selection.selected.size()) >= top_k) break;
+    std::string reason;
+    if (t->captured_inputs().sha256().empty()) {
+      reason = "its captured inputs were not kept (see the capture notes); validation needs them";
+    } else if (t->eager_time_s() <= 0) {
+      reason = "no measured eager time";
+    } else if (refusal) {
+      reason = refusal(*t);
+    }
+    if (reason.empty()) {
+      selection.selected.push_back(*t);
+    } else {
+      selection.skipped.push_back(SkippedTarget{*t, std::move(reason)});
+    }
+  }
+  return selection;
+}
+
+}  // namespace kforge

@@ -1,0 +1,38 @@
+// Target selection for `kforge optimize`: the top-K captured targets by share that a proposer
+// can work on, and why each one ranked above the last pick was skipped.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kforge/v1/common.pb.h"
+
+namespace kforge {
+
+struct SkippedTarget {
+  v1::Target target;
+  std::string reason;
+};
+
+struct TargetSelection {
+  std::vector<v1::Target> selected;  // by share, highest first
+  std::vector<SkippedTarget> skipped;
+};
+
+// Why `target` cannot be searched by this proposer, or "" when it can. The synthesizer needs a
+// family; an LLM can try any op.
+using TargetRefusal = std::function<std::string(const v1::Target&)>;
+
+// Walks the profile's targets by share (highest first) and takes the first `top_k` that have
+// captured inputs (validation needs them), a measured eager time and no refusal. Targets
+// passed over on the way are listed with their reason; lower-ranked ones are not.
+TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
+                              const TargetRefusal& refusal);
+
+// "aten::softmax" or "aten::add -> aten::mul" for a chain.
+std::string TargetOpName(const v1::Target& target);
+// "f32[64,512] dim=-1": input dtypes and sizes, then the scalar arguments.
+std::string TargetSignature(const v1::Target& target);
+
+}  // namespace kforge
