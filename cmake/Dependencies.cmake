@@ -16,7 +16,8 @@ find_package(nlohmann_json CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
-find_package(httplib CONFIG QUIET)
+# Debian ships cpp-httplib as a compiled library found through pkg-config.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET GLOBAL cpp-httplib)
 find_package(CUDAToolkit REQUIRED)  # NVRTC and the driver API header; libcuda is dlopen'd
 find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)

@@ -196,8 +196,7 @@ class Evaluator {
       if (Peek('(')) return ParseCall(name, start, out);
       return LookUp(name, start, out);
     }
-    return SetErrorAt(
-        absl::StrCat("expected a number, symbol or '(' but found ", DescribeChar(c)));
+    return SetErrorAt(absl::StrCat("expected a number, symbol or '(' but found ", DescribeChar(c)));
   }
 
   bool ParseInteger(int64_t* out) {
@@ -212,8 +211,7 @@ class Evaluator {
       ++pos_;
     }
     if (pos_ < expr_.size() && IsIdentChar(expr_[pos_])) {
-      return SetErrorAt(
-          absl::StrCat("unexpected ", DescribeChar(expr_[pos_]), " after a number"));
+      return SetErrorAt(absl::StrCat("unexpected ", DescribeChar(expr_[pos_]), " after a number"));
     }
     *out = value;
     return true;

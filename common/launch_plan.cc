@@ -28,8 +28,8 @@ absl::Status CheckKeys(const json& object, absl::string_view path,
     bool known = false;
     for (absl::string_view name : allowed) known = known || key == name;
     if (!known) {
-      return PlanError(path, absl::StrCat("unknown key '", key, "' (allowed: ",
-                                          absl::StrJoin(allowed, ", "), ")"));
+      return PlanError(path, absl::StrCat("unknown key '", key,
+                                          "' (allowed: ", absl::StrJoin(allowed, ", "), ")"));
     }
   }
   return absl::OkStatus();
@@ -52,14 +52,14 @@ absl::StatusOr<std::string> ParseIntField(const json& value, const std::string& 
     }
     return text;
   }
-  return PlanError(path, absl::StrCat("expected an integer or an expression string, got ",
-                                      value.type_name()));
+  return PlanError(
+      path, absl::StrCat("expected an integer or an expression string, got ", value.type_name()));
 }
 
 absl::StatusOr<std::array<std::string, 3>> ParseDims(const json& value, const std::string& path) {
   if (!value.is_array()) {
-    return PlanError(path, absl::StrCat("expected an array of 1 to 3 dimensions, got ",
-                                        value.type_name()));
+    return PlanError(
+        path, absl::StrCat("expected an array of 1 to 3 dimensions, got ", value.type_name()));
   }
   if (value.empty() || value.size() > 3) {
     return PlanError(path, absl::StrCat("expected 1 to 3 dimensions, got ", value.size()));
@@ -116,8 +116,8 @@ absl::Status CheckAtMost(const Dim3& dims, const Dim3& limits, absl::string_view
 
 absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
   if (text.size() > kMaxLaunchPlanBytes) {
-    return PlanError("", absl::StrCat("is ", text.size(), " bytes; at most ",
-                                      kMaxLaunchPlanBytes, " are allowed"));
+    return PlanError("", absl::StrCat("is ", text.size(), " bytes; at most ", kMaxLaunchPlanBytes,
+                                      " are allowed"));
   }
   json root;
   try {
@@ -137,8 +137,8 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
   absl::flat_hash_set<std::string> let_names;
   if (auto it = root.find("let"); it != root.end()) {
     if (!it->is_array()) {
-      return PlanError("let", absl::StrCat("expected an array of [name, value] pairs, got ",
-                                           it->type_name()));
+      return PlanError(
+          "let", absl::StrCat("expected an array of [name, value] pairs, got ", it->type_name()));
     }
     if (it->size() > kMaxLetBindings) {
       return PlanError("let", absl::StrCat("has ", it->size(), " bindings; at most ",
@@ -301,10 +301,10 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
       return s;
     }
     if (block->Product() > 1024) {
-      return PlanError(prefix + "block",
-                       absl::StrCat(block->x, " x ", block->y, " x ", block->z, " = ",
-                                    block->Product(),
-                                    " threads; CUDA allows at most 1024 per block"));
+      return PlanError(
+          prefix + "block",
+          absl::StrCat(block->x, " x ", block->y, " x ", block->z, " = ", block->Product(),
+                       " threads; CUDA allows at most 1024 per block"));
     }
     out.block = *block;
 
@@ -324,9 +324,9 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
         return s;
       }
       if (cluster->Product() > 16) {
-        return PlanError(prefix + "cluster",
-                         absl::StrCat(cluster->Product(),
-                                      " blocks per cluster; CUDA allows at most 16"));
+        return PlanError(
+            prefix + "cluster",
+            absl::StrCat(cluster->Product(), " blocks per cluster; CUDA allows at most 16"));
       }
       if (out.grid.x % cluster->x != 0 || out.grid.y % cluster->y != 0 ||
           out.grid.z % cluster->z != 0) {
@@ -358,8 +358,7 @@ SymbolTable BindSymbols(const std::vector<v1::TensorSignature>& inputs,
       int64_t contiguous_stride = 1;
       for (int d = ndim - 1; d >= 0; --d) {
         symbols[absl::StrCat(name, "size", d)] = t.sizes(d);
-        symbols[absl::StrCat(name, "stride", d)] =
-            have_strides ? t.strides(d) : contiguous_stride;
+        symbols[absl::StrCat(name, "stride", d)] = have_strides ? t.strides(d) : contiguous_stride;
         numel_ok = numel_ok && !__builtin_mul_overflow(numel, t.sizes(d), &numel);
         if (__builtin_mul_overflow(contiguous_stride, std::max<int64_t>(t.sizes(d), 1),
                                    &contiguous_stride)) {

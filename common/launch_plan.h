@@ -34,8 +34,8 @@ struct ResolvedLaunch {
   std::string entry;
   Dim3 grid;
   Dim3 block;
-  int64_t shared_bytes = 0;       // dynamic shared memory
-  std::optional<Dim3> cluster;    // thread-block cluster, when the plan asks for one
+  int64_t shared_bytes = 0;     // dynamic shared memory
+  std::optional<Dim3> cluster;  // thread-block cluster, when the plan asks for one
 };
 
 struct ResolvedPlan {

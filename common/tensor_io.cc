@@ -12,6 +12,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
+// Declared in torch/csrc/jit/serialization/export.h, whose includes (ONNX, mobile bytecode)
+// cost far more compile time than this one function is worth.
+namespace torch::jit {
+TORCH_API void writeArchiveAndTensors(const std::string& archive_name, const char* pickle_bytes,
+                                      size_t size, const std::vector<at::Tensor>& tensors,
+                                      caffe2::serialize::PyTorchStreamWriter& out);
+}  // namespace torch::jit
+
 namespace kforge {
 namespace {
 
@@ -140,8 +148,26 @@ absl::StatusOr<std::string> SerializeTensors(const std::vector<NamedTensor>& ten
       for (const auto& t : tensors) elements.emplace_back(t.tensor);
       value = c10::ivalue::Tuple::create(std::move(elements));
     }
-    std::vector<char> bytes = torch::jit::pickle_save(value);
-    return std::string(bytes.begin(), bytes.end());
+    // torch::jit::pickle_save, minus the type tags it puts on dicts and lists: those make
+    // Python's torch.load (weights_only=True by default) refuse the file.
+    std::vector<char> pickle_data;
+    torch::jit::Pickler pickler(
+        [&](const char* data, size_t size) {
+          pickle_data.insert(pickle_data.end(), data, data + size);
+        },
+        nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+    pickler.protocol();
+    pickler.pushIValue(value);
+    pickler.stop();
+    std::string out;
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+      out.append(static_cast<const char*>(data), size);
+      return size;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickle_data.data(), pickle_data.size(),
+                                       pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+    return out;
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("cannot serialize tensors: ", e.what_without_backtrace()));

@@ -45,9 +45,8 @@ void OnSignal(int signal) {
   }
 }
 
-void Fail(int code, std::string_view message) {
-  std::string line = absl::StrReplaceAll(absl::string_view(message.data(), message.size()),
-                                         {{"\n", " "}});
+void Fail(int code, const std::string& message) {
+  std::string line = absl::StrReplaceAll(message, {{"\n", " "}});
   std::fprintf(stderr, "kforge optimize: error: %s\n", line.c_str());
   cli::SetExitCode(code);
 }
@@ -95,16 +94,16 @@ absl::Status ParseGpus(const std::string& text, std::vector<int>* gpus) {
 void RunOptimizeCommand(OptimizeFlags& flags) {
   OptimizeOptions& options = flags.options;
   if (absl::Status s = ParseTimeBudget(flags.time_budget, &options.time_budget_s); !s.ok()) {
-    return Fail(kExitBadInput, s.message());
+    return Fail(kExitBadInput, std::string(s.message()));
   }
   if (absl::Status s = ParseGpus(flags.gpus, &options.gpus); !s.ok()) {
-    return Fail(kExitBadInput, s.message());
+    return Fail(kExitBadInput, std::string(s.message()));
   }
   if (options.proposer == "openai" || options.proposer == "anthropic") {
     Config config;
     config.LoadEnvironment();  // KFORGE_LLM_MODEL, KFORGE_LLM_BASE_URL, ...
     if (absl::Status s = ApplyLlmConfig(config, options.llm); !s.ok()) {
-      return Fail(kExitBadInput, s.message());
+      return Fail(kExitBadInput, std::string(s.message()));
     }
   }
 
@@ -126,7 +125,7 @@ void RunOptimizeCommand(OptimizeFlags& flags) {
       cli::SetExitCode(kExitInterrupted);
       return;
     }
-    return Fail(ExitCodeFor(result.status()), result.status().message());
+    return Fail(ExitCodeFor(result.status()), std::string(result.status().message()));
   }
   if (flags.json) {
     std::printf("%s\n", ReportToJson(result->report).dump(2).c_str());

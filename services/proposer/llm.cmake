@@ -4,9 +4,6 @@
 
 # Debian's cpp-httplib is a compiled library; its pkg-config file carries the feature defines
 # (OpenSSL, zlib, brotli) that must match the library's build.
-if(NOT TARGET PkgConfig::HTTPLIB)
-  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET GLOBAL cpp-httplib)
-endif()
 
 # The kernel ABI header and the launch-plan format go into prompts verbatim.
 set(_kforge_llm_embedded_sources

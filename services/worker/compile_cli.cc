@@ -50,9 +50,9 @@ void Fail(const std::string& message, int code = 2) {
 bool ReadTextFile(const std::string& path, size_t max_bytes, std::string* out) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    Fail(absl::StrFormat("cannot read %s: %s", path,
-                         std::filesystem::exists(path, ec) ? "not a regular file"
-                                                           : "no such file"));
+    Fail(
+        absl::StrFormat("cannot read %s: %s", path,
+                        std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
     return false;
   }
   uintmax_t size = std::filesystem::file_size(path, ec);
@@ -105,19 +105,18 @@ void PrintJson(const v1::CompileResult& result) {
 }
 
 void PrintHuman(const std::string& path, const v1::CompileResult& result) {
-  std::printf("%s: %s (%s, %s, %.2f s%s)\n", path.c_str(),
-              CompileStatusLabel(result.status()), result.arch().c_str(),
-              result.compiler_version().c_str(), result.duration_s(),
+  std::printf("%s: %s (%s, %s, %.2f s%s)\n", path.c_str(), CompileStatusLabel(result.status()),
+              result.arch().c_str(), result.compiler_version().c_str(), result.duration_s(),
               result.cache_hit() ? ", cache hit" : "");
   for (const v1::KernelResources& k : result.kernels()) {
-    std::printf("  %s: %d registers, %d B static smem, %d B stack, spills %d B stored / %d B "
-                "loaded, up to %d threads per block\n",
-                k.entry_point().c_str(), k.registers(), k.static_shared_bytes(), k.local_bytes(),
-                k.spill_store_bytes(), k.spill_load_bytes(), k.max_threads_per_block());
+    std::printf(
+        "  %s: %d registers, %d B static smem, %d B stack, spills %d B stored / %d B "
+        "loaded, up to %d threads per block\n",
+        k.entry_point().c_str(), k.registers(), k.static_shared_bytes(), k.local_bytes(),
+        k.spill_store_bytes(), k.spill_load_bytes(), k.max_threads_per_block());
   }
   if (result.status() == v1::COMPILE_OK) {
-    std::printf("  cubin %zu bytes, PTX %zu bytes\n", result.cubin().size(),
-                result.ptx().size());
+    std::printf("  cubin %zu bytes, PTX %zu bytes\n", result.cubin().size(), result.ptx().size());
   }
   // ptxas's -v report is shown above as resources; print only what else the log says.
   std::string rest;
@@ -147,8 +146,10 @@ void RunCompile(const CompileArgs& args) {
     if (opened.ok()) {
       store = *std::move(opened);
     } else {
-      std::fprintf(stderr, "kforge compile: warning: cache %s unavailable (%s); compiling "
-                   "without it\n", args.store_url.c_str(), opened.status().ToString().c_str());
+      std::fprintf(stderr,
+                   "kforge compile: warning: cache %s unavailable (%s); compiling "
+                   "without it\n",
+                   args.store_url.c_str(), opened.status().ToString().c_str());
     }
   }
   CompilerOptions options;
@@ -187,25 +188,26 @@ void RunCompile(const CompileArgs& args) {
 void RegisterCompileCommands(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App* compile = app.add_subcommand(
-      "compile", "Compile a candidate kernel with NVRTC as a worker does and report registers, "
-                 "shared memory and spills per kernel");
-  compile->add_option("source", args->source_path, "CUDA C++ device code (kernel.cu)")
-      ->required();
+      "compile",
+      "Compile a candidate kernel with NVRTC as a worker does and report registers, "
+      "shared memory and spills per kernel");
+  compile->add_option("source", args->source_path, "CUDA C++ device code (kernel.cu)")->required();
   compile->add_option("--plan", args->plan_path,
                       "launch plan JSON; its entries must be defined by the source");
-  compile->add_option("--arch", args->arch, "target architecture, e.g. sm_90 (default: the "
-                                            "local GPU's, else sm_90)");
+  compile->add_option("--arch", args->arch,
+                      "target architecture, e.g. sm_90 (default: the "
+                      "local GPU's, else sm_90)");
   compile->add_flag("--json", args->json, "print the result as JSON");
   compile->add_option("--store", args->store_url,
                       "compile cache: dir:PATH or redis://HOST:PORT[/DB]");
   compile->add_flag("--fast-math", args->fast_math, "compile with --use_fast_math");
-  compile->add_option("--max-registers", args->max_registers,
-                      "cap registers per thread (16..255)");
+  compile->add_option("--max-registers", args->max_registers, "cap registers per thread (16..255)");
   compile->add_option("--flag", args->flags, "extra NVRTC flag from the allow-list (repeatable)");
   compile->add_option("--time-limit", args->time_limit_s, "seconds before the compile is stopped")
       ->check(CLI::PositiveNumber);
-  compile->add_option("--memory-limit-mb", args->memory_limit_mb,
-                      "address-space limit of the compiler process")
+  compile
+      ->add_option("--memory-limit-mb", args->memory_limit_mb,
+                   "address-space limit of the compiler process")
       ->check(CLI::PositiveNumber);
   compile->add_option("--cuda-include-dir", args->cuda_include_dir,
                       "directory with cuda_fp16.h/cuda_bf16.h (default: found automatically)");

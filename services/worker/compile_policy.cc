@@ -16,9 +16,7 @@ namespace {
 
 absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-absl::Status Refuse(absl::string_view message) {
-  return absl::InvalidArgumentError(message);
-}
+absl::Status Refuse(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
 // 1-based line of byte `offset`, for messages.
 int LineOf(std::string_view text, size_t offset) {
@@ -138,13 +136,13 @@ absl::Status CheckIncludes(std::string_view code) {
     size_t last = operand.find_last_not_of(" \t\r");
     operand = first == std::string_view::npos ? std::string_view()
                                               : operand.substr(first, last - first + 1);
-    bool literal = operand.size() >= 2 &&
-                   ((operand.front() == '<' && operand.back() == '>') ||
-                    (operand.front() == '"' && operand.back() == '"'));
+    bool literal = operand.size() >= 2 && ((operand.front() == '<' && operand.back() == '>') ||
+                                           (operand.front() == '"' && operand.back() == '"'));
     if (!literal) {
       return Refuse(absl::StrCat("line ", line,
                                  ": #include must name a header literally, as \"name.h\" or "
-                                 "<name.h> (found '", AV(operand.substr(0, 80)), "')"));
+                                 "<name.h> (found '",
+                                 AV(operand.substr(0, 80)), "')"));
     }
     std::string_view path = operand.substr(1, operand.size() - 2);
     if (!IsSafeHeaderPath(path)) {
@@ -179,8 +177,8 @@ bool IsAllowedFlag(std::string_view flag) {
                    "-w", "--disable-warnings", "--device-int128", "-device-int128"})) {
     return true;
   }
-  if (IsBoolOption(flag, {"--ftz", "-ftz", "--prec-div", "-prec-div", "--prec-sqrt",
-                          "-prec-sqrt", "--fmad", "-fmad"})) {
+  if (IsBoolOption(flag, {"--ftz", "-ftz", "--prec-div", "-prec-div", "--prec-sqrt", "-prec-sqrt",
+                          "--fmad", "-fmad"})) {
     return true;
   }
   if (flag.size() > 200) return false;  // bounds the regex work below
@@ -193,8 +191,8 @@ bool IsAllowedFlag(std::string_view flag) {
 
 bool IsRdcFlag(std::string_view flag) {
   return flag == "-rdc" || flag == "-dc" || absl::StartsWith(AV(flag), "-rdc=") ||
-         absl::StartsWith(AV(flag), "--relocatable-device-code") ||
-         flag == "--device-c" || flag == "-dlto" || flag == "--dlink-time-opt";
+         absl::StartsWith(AV(flag), "--relocatable-device-code") || flag == "--device-c" ||
+         flag == "-dlto" || flag == "--dlink-time-opt";
 }
 
 }  // namespace
@@ -248,16 +246,15 @@ absl::Status CheckSourcePolicy(std::string_view source) {
     return Refuse("the source is empty");
   }
   if (source.size() > kMaxSourceBytes) {
-    return Refuse(absl::StrCat("the source is ", source.size(), " bytes; at most ",
-                               kMaxSourceBytes, " are accepted (write a smaller kernel)"));
+    return Refuse(absl::StrCat("the source is ", source.size(), " bytes; at most ", kMaxSourceBytes,
+                               " are accepted (write a smaller kernel)"));
   }
   if (size_t bad = FindInvalidUtf8(source); bad != std::string_view::npos) {
     return Refuse(absl::StrCat("the source is not valid UTF-8 (line ", LineOf(source, bad),
                                ", byte offset ", bad, ")"));
   }
   if (size_t nul = source.find('\0'); nul != std::string_view::npos) {
-    return Refuse(absl::StrCat("the source contains a NUL byte (line ", LineOf(source, nul),
-                               ")"));
+    return Refuse(absl::StrCat("the source contains a NUL byte (line ", LineOf(source, nul), ")"));
   }
   std::string spliced = Splice(source);
   std::string code = StripComments(spliced, /*blank_literals=*/true);
@@ -286,8 +283,8 @@ absl::Status CheckCompileOptions(const v1::CompileOptions& options) {
   }
   if (options.max_registers() != 0 &&
       (options.max_registers() < 16 || options.max_registers() > 255)) {
-    return Refuse(absl::StrCat("max_registers ", options.max_registers(),
-                               " is outside 16..255 (0: no cap)"));
+    return Refuse(
+        absl::StrCat("max_registers ", options.max_registers(), " is outside 16..255 (0: no cap)"));
   }
   if (options.extra_flags_size() > 64) {
     return Refuse(absl::StrCat(options.extra_flags_size(), " extra flags; at most 64"));

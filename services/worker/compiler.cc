@@ -146,8 +146,7 @@ absl::StatusOr<std::string> FindCudaIncludeDir(const std::string& configured) {
       ". Set --cuda-include-dir (or KFORGE_CUDA_INCLUDE_DIR / CUDA_HOME)"));
 }
 
-absl::StatusOr<std::unique_ptr<Compiler>> Compiler::Create(CompilerOptions options,
-                                                           Store* cache) {
+absl::StatusOr<std::unique_ptr<Compiler>> Compiler::Create(CompilerOptions options, Store* cache) {
   std::string child = options.child_path;
   if (child.empty()) {
     std::error_code ec;
@@ -223,8 +222,8 @@ v1::CompileResult Compiler::Compile(const v1::Candidate& candidate,
         result.set_duration_s(absl::ToDoubleSeconds(absl::Now() - start));
         return result;
       }
-      spdlog::warn("compile cache {}: entry {} is unreadable; compiling again",
-                   cache_->Describe(), key);
+      spdlog::warn("compile cache {}: entry {} is unreadable; compiling again", cache_->Describe(),
+                   key);
     }
   }
   v1::CompileResult result = CompileUncached(candidate, normalized);
@@ -246,8 +245,8 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
   if (!supported.empty() &&
       std::find(supported.begin(), supported.end(), base_arch) == supported.end()) {
     return Refused(options, compiler_version_,
-                   absl::StrCat("arch ", options.arch(), " is not supported by ",
-                                compiler_version_, " (supported: ", supported_archs_, ")"));
+                   absl::StrCat("arch ", options.arch(), " is not supported by ", compiler_version_,
+                                " (supported: ", supported_archs_, ")"));
   }
   if (absl::Status status = CheckSourcePolicy(candidate.source()); !status.ok()) {
     return Refused(options, compiler_version_, status.message());
@@ -265,11 +264,11 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
       bool mangled = false;
       if (DefinesEntry(result, entry, &mangled)) continue;
       std::string log = result.log();
-      v1::CompileResult refused = Refused(
-          options, compiler_version_,
-          absl::StrCat("plan names entry ", entry, ", which the source does not define",
-                       mangled ? " as extern \"C\" (declare it extern \"C\" __global__)"
-                               : " (entry points are extern \"C\" __global__ functions)"));
+      v1::CompileResult refused =
+          Refused(options, compiler_version_,
+                  absl::StrCat("plan names entry ", entry, ", which the source does not define",
+                               mangled ? " as extern \"C\" (declare it extern \"C\" __global__)"
+                                       : " (entry points are extern \"C\" __global__ functions)"));
       *refused.mutable_kernels() = result.kernels();
       refused.set_log(absl::StrCat(refused.log(), "\n", log));
       return refused;
@@ -278,8 +277,7 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
   return result;
 }
 
-v1::CompileResult Compiler::RunChild(const std::string& source,
-                                     const v1::CompileOptions& options) {
+v1::CompileResult Compiler::RunChild(const std::string& source, const v1::CompileOptions& options) {
   v1::CompileResult result;
   result.set_arch(options.arch());
   result.set_compiler_version(compiler_version_);
@@ -324,8 +322,8 @@ v1::CompileResult Compiler::RunChild(const std::string& source,
   }
   const std::string stderr_excerpt = Excerpt(run->stderr_data);
   const std::string stderr_note =
-      stderr_excerpt.empty() ? "" : absl::StrCat("\nstderr of the compiler process:\n",
-                                                 stderr_excerpt);
+      stderr_excerpt.empty() ? ""
+                             : absl::StrCat("\nstderr of the compiler process:\n", stderr_excerpt);
   if (run->timed_out) {
     return fail(v1::COMPILE_TIMEOUT,
                 absl::StrCat("compilation took longer than the limit of ",
@@ -335,26 +333,25 @@ v1::CompileResult Compiler::RunChild(const std::string& source,
                              stderr_note));
   }
   if (run->term_signal == SIGXCPU) {
-    return fail(v1::COMPILE_TIMEOUT,
-                absl::StrCat("compilation used more than ", cpu_seconds,
-                             " s of CPU time and was stopped", stderr_note));
+    return fail(v1::COMPILE_TIMEOUT, absl::StrCat("compilation used more than ", cpu_seconds,
+                                                  " s of CPU time and was stopped", stderr_note));
   }
   if (run->stdout_overflow) {
     return fail(v1::COMPILE_RESOURCE_LIMIT,
                 "the compiler process produced an oversized result and was stopped");
   }
   if (run->term_signal != 0) {
-    return fail(v1::COMPILE_RESOURCE_LIMIT,
-                absl::StrCat("the compiler process died of signal ", run->term_signal, " (",
-                             strsignal(run->term_signal),
-                             "): it crashed or exceeded its memory limit of ",
-                             options_.memory_limit_bytes >> 20, " MiB", stderr_note));
+    return fail(
+        v1::COMPILE_RESOURCE_LIMIT,
+        absl::StrCat("the compiler process died of signal ", run->term_signal, " (",
+                     strsignal(run->term_signal), "): it crashed or exceeded its memory limit of ",
+                     options_.memory_limit_bytes >> 20, " MiB", stderr_note));
   }
   if (run->exit_code != 0) {
-    return fail(v1::COMPILE_RESOURCE_LIMIT,
-                absl::StrCat("the compiler process exited with code ", run->exit_code,
-                             " (memory limit of ", options_.memory_limit_bytes >> 20, " MiB)",
-                             stderr_note));
+    return fail(
+        v1::COMPILE_RESOURCE_LIMIT,
+        absl::StrCat("the compiler process exited with code ", run->exit_code, " (memory limit of ",
+                     options_.memory_limit_bytes >> 20, " MiB)", stderr_note));
   }
   v1::CompileResult child_result;
   if (!child_result.ParseFromString(run->stdout_data)) {
@@ -377,8 +374,8 @@ void Compiler::StoreResult(const std::string& key, const v1::CompileResult& resu
       break;
     case v1::COMPILE_FAILED:
     case v1::COMPILE_REFUSED:
-      put.ttl = std::chrono::seconds(
-          std::max<int64_t>(1, absl::ToInt64Seconds(options_.failure_ttl)));
+      put.ttl =
+          std::chrono::seconds(std::max<int64_t>(1, absl::ToInt64Seconds(options_.failure_ttl)));
       break;
     default:  // timeouts and resource limits depend on the machine's load: retry next time
       return;

@@ -43,8 +43,7 @@ class Compiler {
  public:
   // Fails when the child executable or the CUDA headers cannot be found. `cache` may be null
   // (no caching); it must outlive the Compiler.
-  static absl::StatusOr<std::unique_ptr<Compiler>> Create(CompilerOptions options,
-                                                          Store* cache);
+  static absl::StatusOr<std::unique_ptr<Compiler>> Create(CompilerOptions options, Store* cache);
 
   // Thread-safe. Statuses: OK; FAILED (the log says why); REFUSED (policy: oversized or
   // non-UTF-8 source, dynamic parallelism, rdc, a disallowed flag, a launch plan that does not

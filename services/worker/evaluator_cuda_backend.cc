@@ -759,7 +759,9 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
   const int64_t l2 = gpu_.info_.l2_bytes();
   int64_t copies = set_bytes > 0 ? (2 * l2 + set_bytes - 1) / set_bytes : 1;
   copies = std::clamp<int64_t>(copies, 1, 64);
-  copies = std::min<int64_t>(copies, std::max<int64_t>(1, (int64_t{8} << 30) / std::max<int64_t>(set_bytes, 1)));
+  // At most 8 GiB of copies.
+  copies = std::min<int64_t>(
+      copies, std::max<int64_t>(1, (int64_t{8} << 30) / std::max<int64_t>(set_bytes, 1)));
 
   struct Set {
     std::vector<at::Tensor> inputs, outputs;
@@ -784,14 +786,14 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
   }
 
   CUstream s = gpu_.stream();
-  size_t turn = 0;
+  size_t candidate_turn = 0, eager_turn = 0;
   auto run_candidate = [&]() -> std::optional<Failure> {
-    Set& set = sets[turn++ % sets.size()];
+    Set& set = sets[candidate_turn++ % sets.size()];
     return Launch(plan, set.args);
   };
   std::optional<absl::Status> eager_error;
   auto run_eager = [&]() {
-    Set& set = sets[turn++ % sets.size()];
+    Set& set = sets[eager_turn++ % sets.size()];
     absl::StatusOr<std::vector<at::Tensor>> r =
         runner_->Run(set.inputs, ReferenceRunner::Precision::kNative);
     if (!r.ok()) eager_error = r.status();

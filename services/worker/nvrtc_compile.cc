@@ -81,8 +81,8 @@ v1::CompileResult CompileWithNvrtc(std::string_view source, const v1::CompileOpt
     }
     if (cubin.empty()) {
       result.set_status(v1::COMPILE_FAILED);
-      absl::StrAppend(&log, log.empty() ? "" : "\n",
-                      "NVRTC produced no cubin (is ", options.arch(), " a real architecture?)");
+      absl::StrAppend(&log, log.empty() ? "" : "\n", "NVRTC produced no cubin (is ", options.arch(),
+                      " a real architecture?)");
     } else {
       result.set_status(v1::COMPILE_OK);
       result.set_cubin(std::move(cubin));

@@ -28,9 +28,7 @@ long long NumberBefore(std::string_view line, std::string_view unit) {
   return pos == std::string_view::npos ? -1 : NumberEndingAt(line, pos);
 }
 
-int Clamp(long long value) {
-  return static_cast<int>(std::clamp<long long>(value, 0, 0x7fffffff));
-}
+int Clamp(long long value) { return static_cast<int>(std::clamp<long long>(value, 0, 0x7fffffff)); }
 
 // The text between the first pair of single quotes after `prefix`, or "" if absent.
 std::string_view QuotedAfter(std::string_view line, std::string_view prefix) {
@@ -64,8 +62,7 @@ std::vector<v1::KernelResources> ParsePtxasReport(std::string_view log) {
     start = end + 1;
     if (line.find("ptxas") != 0) continue;
 
-    if (std::string_view name = QuotedAfter(line, "Compiling entry function");
-        !name.empty()) {
+    if (std::string_view name = QuotedAfter(line, "Compiling entry function"); !name.empty()) {
       kernels.emplace_back();
       entry = &kernels.back();
       entry->set_entry_point(std::string(name));

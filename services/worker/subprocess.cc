@@ -134,8 +134,8 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const std::vector<std::string>& a
       kill_child();
       break;
     }
-    int ready = poll(fds, n, static_cast<int>(std::min<int64_t>(
-                                 absl::ToInt64Milliseconds(left) + 1, 1000)));
+    int ready = poll(
+        fds, n, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000)));
     if (ready < 0 && errno != EINTR) {
       kill_child();
       break;

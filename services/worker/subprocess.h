@@ -22,8 +22,8 @@ struct SubprocessOptions {
 struct SubprocessResult {
   bool timed_out = false;
   bool stdout_overflow = false;
-  int exit_code = -1;    // when it exited normally
-  int term_signal = 0;   // when a signal ended it
+  int exit_code = -1;   // when it exited normally
+  int term_signal = 0;  // when a signal ended it
   std::string stdout_data;
   std::string stderr_data;
   absl::Duration wall_time;

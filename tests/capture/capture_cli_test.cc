@@ -38,7 +38,7 @@ const fs::path kModels = CAPTURE_MODELS_DIR;
 
 CommandResult Capture(const std::string& model, const std::string& extra, const TempDir& dir) {
   const fs::path m = kModels / model;
-  return RunCommand(std::string(KFORGE_BINARY) + " capture " + Quote((m / "model.pt").string()) +
+  return RunCommand(capture_test::Kforge() + " capture " + Quote((m / "model.pt").string()) +
                         " --inputs " + Quote((m / "inputs.pt").string()) + " --device " +
                         kDevice + " " + extra,
                     dir.path());
@@ -167,7 +167,7 @@ void ExpectOneLineError(const CommandResult& r, const std::string& expected) {
 
 std::string KforgeCapture(const std::string& model, const std::string& inputs,
                           const std::string& extra = "--device cpu") {
-  return std::string(KFORGE_BINARY) + " capture " + Quote(model) + " --inputs " + Quote(inputs) +
+  return capture_test::Kforge() + " capture " + Quote(model) + " --inputs " + Quote(inputs) +
          " --warmup 1 --iters 1 " + extra;
 }
 
@@ -178,7 +178,8 @@ class CaptureBadInput : public ::testing::Test {
   std::string WriteInputs(const std::string& name, const std::string& python_value) {
     const std::string path = (dir_ / name).string();
     auto r = RunCommand(capture_test::Python() + " -c " +
-                            Quote("import torch; torch.save(" + python_value + ", '" + path + "')"),
+                            Quote("import sys, torch; torch.save(" + python_value + ", sys.argv[1])") +
+                            " " + Quote(path),
                         dir_.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return path;

@@ -58,4 +58,10 @@ inline std::string Python() {
 
 inline std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
+// The kforge binary under test: $KFORGE_BIN, else the one this build made.
+inline std::string Kforge() {
+  if (const char* p = std::getenv("KFORGE_BIN"); p && *p) return p;
+  return KFORGE_BINARY;
+}
+
 }  // namespace kforge::capture_test

@@ -133,7 +133,8 @@ TEST_F(TensorIoTest, CorruptFileNamesTheFile) {
 TEST_F(TensorIoTest, NonTensorElementIsAnError) {
   const std::string path = (dir_ / "mixed.pt").string();
   auto w = RunCommand(Python() + " -c " +
-                          Quote("import torch; torch.save((torch.ones(2), 3), '" + path + "')"),
+                          Quote("import sys, torch; torch.save((torch.ones(2), 3), sys.argv[1])") +
+                          " " + Quote(path),
                       dir_.path());
   ASSERT_EQ(w.exit_code, 0) << w.err;
   auto r = ReadTensors(path);

@@ -1,5 +1,7 @@
 // Tests of `kforge compile` through its CLI11 registration: output, JSON, cache use, and
 // one clear line plus a nonzero exit for bad input.
+#include "services/worker/compile_cli.h"
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -8,7 +10,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "services/worker/compile_cli.h"
 #include "tests/support/temp_dir.h"
 
 // Test stand-ins for the kforge binary's exit-code holder (tools/kforge/commands.cc), which
@@ -74,11 +75,11 @@ extern "C" __global__ void kf_fill(KfArgs args) {
 TEST(CompileCliTest, PrintsResourcesAndUsesTheCache) {
   TempDir dir;
   WriteFile(dir / "kernel.cu", kSource);
-  WriteFile(dir / "plan.json", R"({"launches": [{"entry": "kf_fill", "grid": [1], "block": [64]}]})");
-  std::vector<std::string> args = {"compile", (dir / "kernel.cu").string(), "--plan",
-                                   (dir / "plan.json").string(), "--store",
-                                   "dir:" + (dir / "cache").string(), "--cubin-out",
-                                   (dir / "k.cubin").string()};
+  WriteFile(dir / "plan.json",
+            R"({"launches": [{"entry": "kf_fill", "grid": [1], "block": [64]}]})");
+  std::vector<std::string> args = {
+      "compile", (dir / "kernel.cu").string(),      "--plan",      (dir / "plan.json").string(),
+      "--store", "dir:" + (dir / "cache").string(), "--cubin-out", (dir / "k.cubin").string()};
   CliRun first = RunKforge(args);
   EXPECT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_THAT(first.out, HasSubstr("kernel.cu: ok (sm_90, nvrtc "));
@@ -89,7 +90,9 @@ TEST(CompileCliTest, PrintsResourcesAndUsesTheCache) {
   std::ifstream cubin(dir / "k.cubin", std::ios::binary);
   std::string magic(4, '\0');
   cubin.read(magic.data(), 4);
-  EXPECT_EQ(magic, "\x7f" "ELF");
+  EXPECT_EQ(magic,
+            "\x7f"
+            "ELF");
 
   CliRun second = RunKforge(args);
   EXPECT_EQ(second.exit_code, 0);
@@ -117,7 +120,8 @@ TEST(CompileCliTest, CompileErrorsExitOneWithTheLog) {
   CliRun run = RunKforge({"compile", (dir / "bad.cu").string()});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.out, HasSubstr("bad.cu: failed"));
-  EXPECT_THAT(run.out, HasSubstr("kernel.cu(1): error: identifier \"undefined_name\" is undefined"));
+  EXPECT_THAT(run.out,
+              HasSubstr("kernel.cu(1): error: identifier \"undefined_name\" is undefined"));
 }
 
 TEST(CompileCliTest, BadInputIsOneLineAndNonzeroExit) {

@@ -68,7 +68,8 @@ TEST(CompilePolicyTest, RefusesDynamicParallelism) {
 }
 
 TEST(CompilePolicyTest, RefusesIncludesThatReachOutsideTheHeaders) {
-  EXPECT_THAT(Refusal("#include \"/etc/passwd\"\n"), HasSubstr("#include \"/etc/passwd\" is refused"));
+  EXPECT_THAT(Refusal("#include \"/etc/passwd\"\n"),
+              HasSubstr("#include \"/etc/passwd\" is refused"));
   EXPECT_THAT(Refusal("#include <../../etc/shadow>\n"), HasSubstr("is refused"));
   EXPECT_THAT(Refusal("  #  include_next \"a/../../b.h\"\n"), HasSubstr("is refused"));
   EXPECT_THAT(Refusal("#define P \"/etc/passwd\"\n#include P\n"),
@@ -79,8 +80,8 @@ TEST(CompilePolicyTest, RefusesIncludesThatReachOutsideTheHeaders) {
 }
 
 TEST(CompilePolicyTest, OptionsAllowListAndRdcRefusal) {
-  EXPECT_TRUE(CheckCompileOptions(Options({"-lineinfo", "--ftz=true", "-DTILE=64",
-                                           "--diag-suppress=177,550"}))
+  EXPECT_TRUE(CheckCompileOptions(
+                  Options({"-lineinfo", "--ftz=true", "-DTILE=64", "--diag-suppress=177,550"}))
                   .ok());
   EXPECT_THAT(OptionRefusal(Options({"-rdc=true"})), HasSubstr("relocatable device code"));
   EXPECT_THAT(OptionRefusal(Options({"--relocatable-device-code=true"})),
@@ -158,7 +159,7 @@ TEST(PtxasReportTest, ParsesEveryEntry) {
   EXPECT_EQ(rows.entry_point(), "kf_rows");
   EXPECT_EQ(rows.registers(), 34);
   EXPECT_EQ(rows.static_shared_bytes(), 1024);
-  EXPECT_EQ(rows.local_bytes(), 288);  // cumulative: includes the helper's frame
+  EXPECT_EQ(rows.local_bytes(), 288);       // cumulative: includes the helper's frame
   EXPECT_EQ(rows.spill_store_bytes(), 12);  // the helper's spills are not the entry's
   EXPECT_EQ(rows.spill_load_bytes(), 20);
   EXPECT_EQ(rows.max_threads_per_block(), 1024);

@@ -56,8 +56,8 @@ TEST(CompileServiceTest, CompilesOverGrpcAndRecordsMetrics) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
   ASSERT_GT(port, 0);
-  auto stub = v1::CompileService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto stub = v1::CompileService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
 
   v1::CompileRequest request;
   request.mutable_candidate()->set_source(kSource);

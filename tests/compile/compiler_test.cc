@@ -59,7 +59,7 @@ v1::Candidate Candidate(std::string source, std::string plan = kScalePlan) {
 CompilerOptions TestOptions() {
   CompilerOptions options;
   options.child_path = KFORGE_NVRTC_CHILD;  // the built kforge-nvrtc
-  options.time_limit = absl::Seconds(120);   // generous: CI machines are shared
+  options.time_limit = absl::Seconds(120);  // generous: CI machines are shared
   return options;
 }
 
@@ -77,7 +77,8 @@ TEST(CompilerTest, GoodSourceYieldsCubinPtxAndResources) {
   ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
   EXPECT_EQ(result.arch(), "sm_90");
   EXPECT_THAT(result.compiler_version(), StartsWith("nvrtc "));
-  EXPECT_THAT(result.cubin(), StartsWith("\x7f" "ELF"));
+  EXPECT_THAT(result.cubin(), StartsWith("\x7f"
+                                         "ELF"));
   EXPECT_THAT(result.ptx(), HasSubstr(".entry kf_scale"));
   EXPECT_THAT(result.ptx(), HasSubstr(".target sm_90"));
   EXPECT_EQ(result.ptx().find('\0'), std::string::npos);
@@ -218,8 +219,7 @@ TEST(CompilerTest, CompileBombIsStoppedAndTheNextCompileSucceeds) {
   auto compiler = MakeCompiler(store->get(), options);
   ASSERT_NE(compiler, nullptr);
   v1::CompileResult bomb = compiler->Compile(Candidate(kTemplateBomb), {});
-  EXPECT_TRUE(bomb.status() == v1::COMPILE_TIMEOUT ||
-              bomb.status() == v1::COMPILE_RESOURCE_LIMIT)
+  EXPECT_TRUE(bomb.status() == v1::COMPILE_TIMEOUT || bomb.status() == v1::COMPILE_RESOURCE_LIMIT)
       << v1::CompileStatus_Name(bomb.status()) << ": " << bomb.log();
   EXPECT_THAT(bomb.log(), Not(testing::IsEmpty()));
   // Not cached: a timeout says more about the machine's load than about the source.
@@ -301,7 +301,8 @@ TEST(CompilerTest, SecondCompileIsALocalCacheHit) {
   EXPECT_FALSE(first.cache_hit());
   // Same candidate up to line endings and plan whitespace: the same key.
   std::string crlf;
-  for (char c : std::string(kScaleSource)) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  for (char c : std::string(kScaleSource))
+    crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   v1::CompileResult second = compiler->Compile(
       Candidate(crlf, R"json({"requires": {"alignment_bytes": 2, "contiguous": true}, "launches":
           [{"block": [256], "entry": "kf_scale", "grid": ["ceil_div(in0_numel, 256)"]}]})json"),

@@ -3,6 +3,7 @@
 // worker's Evaluator stays up and the next good kernel passes, a slower variant times slower
 // and two evaluations of one kernel agree. Kernels live in tests/gpu/kernels/.
 #include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/randn.h>
 
 #include <algorithm>

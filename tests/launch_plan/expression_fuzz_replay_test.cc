@@ -31,11 +31,45 @@ TEST(ExpressionFuzzReplayTest, SeedCorpus) {
 
 TEST(ExpressionFuzzReplayTest, PseudoRandomStrings) {
   // Biased towards the grammar's own tokens so inputs get past the first character.
-  static const char* const kTokens[] = {
-      "(", ")", "+", "-", "*", "/", "%", ",", " ", "0", "1", "7", "9223372036854775807",
-      "N", "M", "ZERO", "BIG", "SMALL", "ceil_div", "min", "max", "in0_numel", "x",
-      "{", "}", "[", "]", "\"", ":", "\"launches\"", "\"entry\"", "\"grid\"", "\"block\"",
-      "\"let\"", "\"cluster\"", "\"shared_bytes\"", "\"k\"", "\xff", "\0"};
+  static const char* const kTokens[] = {"(",
+                                        ")",
+                                        "+",
+                                        "-",
+                                        "*",
+                                        "/",
+                                        "%",
+                                        ",",
+                                        " ",
+                                        "0",
+                                        "1",
+                                        "7",
+                                        "9223372036854775807",
+                                        "N",
+                                        "M",
+                                        "ZERO",
+                                        "BIG",
+                                        "SMALL",
+                                        "ceil_div",
+                                        "min",
+                                        "max",
+                                        "in0_numel",
+                                        "x",
+                                        "{",
+                                        "}",
+                                        "[",
+                                        "]",
+                                        "\"",
+                                        ":",
+                                        "\"launches\"",
+                                        "\"entry\"",
+                                        "\"grid\"",
+                                        "\"block\"",
+                                        "\"let\"",
+                                        "\"cluster\"",
+                                        "\"shared_bytes\"",
+                                        "\"k\"",
+                                        "\xff",
+                                        "\0"};
   std::mt19937_64 rng(20240611);
   for (int i = 0; i < 5000; ++i) {
     std::string input;

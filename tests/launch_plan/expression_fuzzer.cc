@@ -11,9 +11,15 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  const kforge::SymbolTable symbols = {
-      {"N", 4096}, {"M", -7}, {"ZERO", 0}, {"BIG", INT64_MAX}, {"SMALL", INT64_MIN},
-      {"in0_numel", 1 << 20}, {"in0_size_last", 1024}, {"num_sms", 132}, {"int0", 3}};
+  const kforge::SymbolTable symbols = {{"N", 4096},
+                                       {"M", -7},
+                                       {"ZERO", 0},
+                                       {"BIG", INT64_MAX},
+                                       {"SMALL", INT64_MIN},
+                                       {"in0_numel", 1 << 20},
+                                       {"in0_size_last", 1024},
+                                       {"num_sms", 132},
+                                       {"int0", 3}};
 
   auto value = kforge::EvaluateExpression(input, symbols);
   // Evaluation is deterministic and a syntax error is an error in both modes.

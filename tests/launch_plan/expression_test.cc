@@ -116,8 +116,8 @@ TEST(ExpressionTest, BadSyntax) {
 }
 
 TEST(ExpressionTest, DeepNestingAndLongInputAreRefused) {
-  std::string ok_nested = std::string(kMaxExpressionDepth, '(') + "1" +
-                          std::string(kMaxExpressionDepth, ')');
+  std::string ok_nested =
+      std::string(kMaxExpressionDepth, '(') + "1" + std::string(kMaxExpressionDepth, ')');
   EXPECT_EQ(Eval(ok_nested), 1);
   std::string deep = std::string(100000, '(') + "1" + std::string(100000, ')');
   EXPECT_THAT(ErrorOf(deep), HasSubstr("longer than"));

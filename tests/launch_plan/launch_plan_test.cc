@@ -142,8 +142,7 @@ TEST(LaunchPlanTest, ParseErrors) {
               HasSubstr("launches[0].grid: expected 1 to 3 dimensions, got 4"));
   EXPECT_THAT(ParseError(OneLaunch("[]", "[1]")),
               HasSubstr("launches[0].grid: expected 1 to 3 dimensions, got 0"));
-  EXPECT_THAT(ParseError(OneLaunch("7", "[1]")),
-              HasSubstr("launches[0].grid: expected an array"));
+  EXPECT_THAT(ParseError(OneLaunch("7", "[1]")), HasSubstr("launches[0].grid: expected an array"));
   EXPECT_THAT(ParseError(OneLaunch("[1.5]", "[1]")),
               HasSubstr("launches[0].grid[0]: expected an integer or an expression string"));
   EXPECT_THAT(ParseError(OneLaunch("[true]", "[1]")), HasSubstr("got boolean"));

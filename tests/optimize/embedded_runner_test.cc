@@ -57,10 +57,9 @@ struct Harness {
                                               bool fresh = false) {
     auto promise = std::make_shared<std::promise<absl::StatusOr<RunOutcome>>>();
     auto future = promise->get_future();
-    runner->Run(target, MakeCandidate(id), RunOptions{.fresh_process = fresh},
-                [promise](absl::StatusOr<RunOutcome> outcome) {
-                  promise->set_value(std::move(outcome));
-                });
+    runner->Run(
+        target, MakeCandidate(id), RunOptions{.fresh_process = fresh},
+        [promise](absl::StatusOr<RunOutcome> outcome) { promise->set_value(std::move(outcome)); });
     return future;
   }
 

@@ -162,7 +162,10 @@ TEST(OptimizeReportTest, WinnerDirectoryHoldsWhatExportNeeds) {
   winner.mutable_candidate()->set_source("// kernel");
   winner.mutable_candidate()->set_launch_plan_json("{\"launches\": []}");
   EXPECT_EQ(WriteWinner(dir, target, winner).code(), absl::StatusCode::kFailedPrecondition);
-  winner.mutable_compile()->set_cubin(std::string("\x7f" "ELF\0bin", 8));
+  winner.mutable_compile()->set_cubin(
+      std::string("\x7f"
+                  "ELF\0bin",
+                  8));
   winner.mutable_evaluation()->set_verdict(v1::PASS);
   ASSERT_TRUE(WriteWinner(dir, target, winner).ok());
   const auto kdir = dir.kernel_dir("t");
@@ -183,7 +186,7 @@ TEST(ProgressDisplayTest, EtaFollowsThisRunsPaceAndTheTimeBudget) {
   state.rows[0].budget = 10;
   state.rows[1].budget = 10;
   EXPECT_LT(EstimateRemainingSeconds(state, 110), 0);  // nothing done yet: unknown
-  state.rows[0].completed = 5;  // 5 in 10 s: 2 s each, 15 left
+  state.rows[0].completed = 5;                         // 5 in 10 s: 2 s each, 15 left
   EXPECT_DOUBLE_EQ(EstimateRemainingSeconds(state, 110), 30);
   state.rows[1].stopped = true;  // a stopped target needs no more time
   EXPECT_DOUBLE_EQ(EstimateRemainingSeconds(state, 110), 10);

@@ -3,6 +3,7 @@
 // GPU for a ~10 us and a ~1 ms target, and the timing CV of each.
 //   kforge-worker-bench [--kernels DIR] [--evaluations N] [--compiles N]
 #include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/randn.h>
 
 #include <algorithm>

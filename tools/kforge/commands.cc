@@ -2,6 +2,7 @@
 
 #include "services/capture/capture_cli.h"
 #include "services/coordinator/optimize_cli.h"
+#include "services/proposer/proposer_cli.h"
 #include "services/worker/compile_cli.h"
 #include "services/worker/eval_cli.h"
 #include "services/worker/worker_cli.h"
@@ -22,6 +23,7 @@ void RegisterAll(CLI::App& app) {
   RegisterEvalCommands(app);
   RegisterWorkerCommands(app);
   RegisterOptimizeCommands(app);
+  RegisterProposerCommands(app);
 }
 
 }  // namespace kforge::cli

@@ -29,10 +29,10 @@
 namespace kforge {
 
 struct EmbeddedRunnerOptions {
-  v1::CompileOptions compile;    // arch: the GPU's (the caller fills it in)
-  v1::ValidationPolicy policy;   // unset: DefaultValidationPolicy()
-  bool timing = true;            // false: validate only
-  int compile_threads = 2;       // compiles in flight (each is a kforge-nvrtc child)
+  v1::CompileOptions compile;   // arch: the GPU's (the caller fills it in)
+  v1::ValidationPolicy policy;  // unset: DefaultValidationPolicy()
+  bool timing = true;           // false: validate only
+  int compile_threads = 2;      // compiles in flight (each is a kforge-nvrtc child)
 };
 
 // Per-lane and compile counters, for the report and the tests.

@@ -34,7 +34,9 @@ std::string EvaluatorGpuLane::Name() const { return absl::StrCat("GPU ", gpu_); 
 absl::StatusOr<v1::GpuInfo> EvaluatorGpuLane::Info() {
   absl::StatusOr<std::vector<v1::GpuInfo>> gpus = evaluator_->GetGpuInfo();
   if (!gpus.ok()) return gpus.status();
-  if (gpus->empty()) return absl::FailedPreconditionError(absl::StrCat("GPU ", gpu_, " answered with no properties"));
+  if (gpus->empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("GPU ", gpu_, " answered with no properties"));
   return gpus->front();
 }
 

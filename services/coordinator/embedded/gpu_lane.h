@@ -44,8 +44,7 @@ class EvaluatorGpuLane : public GpuLane {
   absl::StatusOr<v1::GpuInfo> Info();
 
  private:
-  EvaluatorGpuLane(int gpu, std::unique_ptr<Evaluator> evaluator, Compiler* compiler,
-                   Store* store);
+  EvaluatorGpuLane(int gpu, std::unique_ptr<Evaluator> evaluator, Compiler* compiler, Store* store);
 
   int gpu_;
   std::unique_ptr<Evaluator> evaluator_;

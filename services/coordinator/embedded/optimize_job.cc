@@ -40,8 +40,7 @@ namespace fs = std::filesystem;
 constexpr int kExtraCapturedTargets = 10;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 void Say(ProgressDisplay* display, const std::string& line) {
@@ -69,20 +68,20 @@ absl::Status Validate(const OptimizeOptions& o) {
     return absl::InvalidArgumentError("--out is required: the directory the results go to");
   }
   if (o.top_k < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--top must be at least 1 (got ", o.top_k, "): the number of targets to "
-                     "search"));
+    return absl::InvalidArgumentError(absl::StrCat("--top must be at least 1 (got ", o.top_k,
+                                                   "): the number of targets to "
+                                                   "search"));
   }
   if (o.iterations < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--iterations must be at least 1 (got ", o.iterations, "): evaluations per target"));
+    return absl::InvalidArgumentError(absl::StrCat("--iterations must be at least 1 (got ",
+                                                   o.iterations, "): evaluations per target"));
   }
   if (o.time_budget_s < 0) {
     return absl::InvalidArgumentError("--time-budget must not be negative");
   }
   if (o.proposer != "synth" && !IsLlmProposer(o.proposer)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --proposer '", o.proposer, "': use synth, openai or anthropic"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --proposer '", o.proposer, "': use synth, openai or anthropic"));
   }
   if (o.device != "auto" && o.device != "cuda" && o.device != "cpu") {
     return absl::InvalidArgumentError(
@@ -173,10 +172,9 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
   capture.top_k = refusal ? o.top_k + kExtraCapturedTargets : o.top_k;
   Say(display, absl::StrCat("capturing ", o.model_path, " on ", capture.device, " ..."));
   const double start = Now();
-  absl::StatusOr<CaptureResult> captured =
-      Capturer::Run(capture, &store, [](const v1::Target& t) {
-        return synth::FamilyRegistry::Default().FamilyFor(t);
-      });
+  absl::StatusOr<CaptureResult> captured = Capturer::Run(capture, &store, [](const v1::Target& t) {
+    return synth::FamilyRegistry::Default().FamilyFor(t);
+  });
   if (!captured.ok()) return captured.status();
   plan.profile = captured->profile;
   KF_RETURN_IF_ERROR(dir.WriteProfile(plan.profile));
@@ -208,9 +206,9 @@ absl::StatusOr<Plan> ResumePlan(const OptimizeOptions& o, const RunDirectory& di
   }
   TargetSelection again = SelectTargets(plan.profile, manifest.top_k, RefusalFor(o.proposer));
   plan.skipped = std::move(again.skipped);
-  Say(display, absl::StrFormat("resuming the run in %s: %d targets, profile from %s",
-                               dir.root().string(), plan.targets.size(),
-                               dir.profile_path().string()));
+  Say(display,
+      absl::StrFormat("resuming the run in %s: %d targets, profile from %s", dir.root().string(),
+                      plan.targets.size(), dir.profile_path().string()));
   if (o.top_k != manifest.top_k) {
     Say(display, absl::StrFormat("note: --top %d is ignored when resuming; the run keeps its "
                                  "%d targets",
@@ -221,8 +219,7 @@ absl::StatusOr<Plan> ResumePlan(const OptimizeOptions& o, const RunDirectory& di
 
 // The trees as the previous run left them (checkpoints), or fresh ones.
 absl::StatusOr<std::vector<SearchTree>> LoadTrees(const RunDirectory& dir, const Plan& plan,
-                                                  const OptimizeOptions& o,
-                                                  const SearchOptions& search) {
+                                                  uint64_t run_seed, const SearchOptions& search) {
   std::vector<SearchTree> trees;
   for (const v1::Target& target : plan.targets) {
     KF_ASSIGN_OR_RETURN(std::optional<v1::SearchTreeState> state, dir.ReadTree(target.id()));
@@ -235,7 +232,7 @@ absl::StatusOr<std::vector<SearchTree>> LoadTrees(const RunDirectory& dir, const
       }
       trees.push_back(*std::move(tree));
     } else {
-      trees.emplace_back(target, SearchDriver::TreeSeed(o.seed, target.id()), search);
+      trees.emplace_back(target, SearchDriver::TreeSeed(run_seed, target.id()), search);
     }
   }
   return trees;
@@ -264,11 +261,12 @@ CompiledCandidate DescribeCompiled(const v1::Candidate& candidate,
 
 // No GPU: propose a few candidates per target, compile them, keep them pending in the trees.
 absl::Status CompileOnly(const OptimizeOptions& o, const RunDirectory& dir,
-                         std::vector<SearchTree>& trees, Proposer& proposer,
-                         EmbeddedRunner& runner, const ProposeContext& context,
-                         OptimizeResult& result, ProgressDisplay* display) {
+                         std::vector<SearchTree>& trees, Proposer& proposer, EmbeddedRunner& runner,
+                         const ProposeContext& context, OptimizeResult& result,
+                         ProgressDisplay* display) {
   int64_t sequence = 0;
-  for (const SearchTree& tree : trees) sequence = std::max(sequence, tree.MaxDispatchSequence() + 1);
+  for (const SearchTree& tree : trees)
+    sequence = std::max(sequence, tree.MaxDispatchSequence() + 1);
   const int wanted = std::min(o.iterations, std::max(1, o.compile_only_candidates));
 
   struct Pending {
@@ -278,6 +276,9 @@ absl::Status CompileOnly(const OptimizeOptions& o, const RunDirectory& dir,
   };
   std::vector<Pending> pending;
   for (size_t i = 0; i < trees.size(); ++i) {
+    if (o.interrupt != nullptr && o.interrupt->load()) {
+      return absl::CancelledError("interrupted while proposing");
+    }
     SearchTree& tree = trees[i];
     TargetReport& report = result.report.targets[i];
     while (tree.DispatchedCount() < wanted) {
@@ -330,15 +331,17 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   std::optional<RunManifest> previous;
   if (o.resume) {
     if (!dir.HasManifest()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--resume: ", o.out_dir, " holds no optimize run (no run.json); drop --resume to "
-                                   "start one there"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resume: ", o.out_dir,
+                       " holds no optimize run (no run.json); drop --resume to "
+                       "start one there"));
     }
     KF_ASSIGN_OR_RETURN(previous, dir.ReadManifest());
   } else if (dir.HasManifest()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        o.out_dir, " already holds an optimize run; pass --resume to continue it, or choose "
-                   "another --out"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.out_dir,
+                     " already holds an optimize run; pass --resume to continue it, or choose "
+                     "another --out"));
   }
 
   RunManifest manifest;
@@ -350,14 +353,14 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
     if (previous->model_sha256 != manifest.model_sha256 ||
         previous->inputs_sha256 != manifest.inputs_sha256) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--resume: ", o.out_dir, " was made from another model or inputs (",
-          previous->model_path, ", ", previous->inputs_path,
-          "); pass those, or drop --resume and choose another --out"));
+          "--resume: ", o.out_dir, " was made from another model or inputs (", previous->model_path,
+          ", ", previous->inputs_path, "); pass those, or drop --resume and choose another --out"));
     }
   }
   manifest.store_url = !o.store_url.empty() ? o.store_url
-                       : previous          ? previous->store_url
-                                           : absl::StrCat("dir:", (fs::absolute(o.out_dir) / "store").string());
+                       : previous
+                           ? previous->store_url
+                           : absl::StrCat("dir:", (fs::absolute(o.out_dir) / "store").string());
   manifest.proposer = o.proposer;
   manifest.seed = previous ? previous->seed : o.seed;
   manifest.top_k = previous ? previous->top_k : o.top_k;
@@ -365,8 +368,9 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   KF_RETURN_IF_ERROR(dir.Create());
   absl::StatusOr<std::unique_ptr<Store>> store = OpenStore(manifest.store_url);
   if (!store.ok()) {
-    return absl::Status(store.status().code(), absl::StrCat("cannot open store ", manifest.store_url,
-                                                            ": ", store.status().message()));
+    return absl::Status(
+        store.status().code(),
+        absl::StrCat("cannot open store ", manifest.store_url, ": ", store.status().message()));
   }
   if (absl::StatusOr<std::optional<std::string>> probe = (*store)->Get("kforge/probe");
       !probe.ok()) {
@@ -385,9 +389,9 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   const LocalGpus local = FindLocalGpus();
   const bool use_gpu = o.device != "cpu" && local.count > 0;
   if (o.device == "cuda" && local.count == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--device cuda: ", local.why_none, "; use --device cpu to capture and "
-                                                        "compile without a GPU"));
+    return absl::FailedPreconditionError(absl::StrCat("--device cuda: ", local.why_none,
+                                                      "; use --device cpu to capture and "
+                                                      "compile without a GPU"));
   }
   std::vector<int> gpus = o.gpus;
   if (use_gpu) {
@@ -396,9 +400,9 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
     }
     for (int gpu : gpus) {
       if (gpu >= local.count) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--gpus: GPU ", gpu, " does not exist; this machine has ", local.count,
-            " (indices 0..", local.count - 1, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--gpus: GPU ", gpu, " does not exist; this machine has ", local.count,
+                         " (indices 0..", local.count - 1, ")"));
       }
     }
   }
@@ -411,9 +415,10 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   }
   for (const SkippedTarget& s : plan.skipped) Say(display, SkippedLine(s));
   if (plan.targets.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "none of the ", plan.profile.targets_size(), " captured targets can be searched with --proposer ",
-        o.proposer, plan.skipped.empty() ? "" : absl::StrCat(": ", plan.skipped.front().reason)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("none of the ", plan.profile.targets_size(),
+                     " captured targets can be searched with --proposer ", o.proposer,
+                     plan.skipped.empty() ? "" : absl::StrCat(": ", plan.skipped.front().reason)));
   }
   // Validation reads the captured inputs from the store: check they are there.
   for (const v1::Target& t : plan.targets) {
@@ -431,11 +436,11 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   {
     std::vector<std::string> names;
     for (const v1::Target& t : plan.targets) {
-      names.push_back(absl::StrFormat("%s %s (%.1f%%)", TargetOpName(t), TargetSignature(t),
-                                      t.share() * 100));
+      names.push_back(
+          absl::StrFormat("%s %s (%.1f%%)", TargetOpName(t), TargetSignature(t), t.share() * 100));
     }
-    Say(display, absl::StrCat("searching ", plan.targets.size(), " targets: ",
-                              absl::StrJoin(names, "; ")));
+    Say(display,
+        absl::StrCat("searching ", plan.targets.size(), " targets: ", absl::StrJoin(names, "; ")));
   }
 
   OptimizeResult result;
@@ -456,7 +461,7 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
 
   SearchOptions search;
   if (IsLlmProposer(o.proposer)) search.proposals_per_expansion = 1;  // each call is billed
-  KF_ASSIGN_OR_RETURN(std::vector<SearchTree> trees, LoadTrees(dir, plan, o, search));
+  KF_ASSIGN_OR_RETURN(std::vector<SearchTree> trees, LoadTrees(dir, plan, manifest.seed, search));
   for (const SearchTree& tree : trees) report.targets.push_back(ReportFromTree(tree));
 
   // The runner: compiles on a pool; evaluates on one lane per GPU (none: compile only).
@@ -470,15 +475,15 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   std::vector<std::unique_ptr<GpuLane>> lanes;
   if (use_gpu) {
     for (int gpu : gpus) {
-      KF_ASSIGN_OR_RETURN(std::unique_ptr<EvaluatorGpuLane> lane,
-                          EvaluatorGpuLane::Create(gpu, compiler->get(), store->get(),
-                                                   o.evaluator));
+      KF_ASSIGN_OR_RETURN(
+          std::unique_ptr<EvaluatorGpuLane> lane,
+          EvaluatorGpuLane::Create(gpu, compiler->get(), store->get(), o.evaluator));
       if (lanes.empty()) {
         Say(display, absl::StrCat("starting the evaluator on GPU ", gpu, " ..."));
         absl::StatusOr<v1::GpuInfo> info = lane->Info();
         if (!info.ok()) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "GPU ", gpu, " cannot evaluate candidates: ", info.status().message()));
+          return absl::FailedPreconditionError(
+              absl::StrCat("GPU ", gpu, " cannot evaluate candidates: ", info.status().message()));
         }
         context.gpu = *info;
         report.gpu_name = info->name();
@@ -500,12 +505,13 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
 
   if (!use_gpu) {
     result.no_gpu = true;
-    result.no_gpu_why = local.count == 0 ? "none was found on this machine"
-                                         : "--device cpu uses none";
-    absl::Status compiled =
-        CompileOnly(o, dir, trees, *proposer, runner, context, result, display);
+    result.no_gpu_why =
+        local.count == 0 ? "none was found on this machine" : "--device cpu uses none";
+    absl::Status compiled = CompileOnly(o, dir, trees, *proposer, runner, context, result, display);
     report.runner = runner.stats();
-    report.status = compiled.ok() ? "no_gpu" : "failed";
+    report.status = compiled.ok()                 ? "no_gpu"
+                    : absl::IsCancelled(compiled) ? "interrupted"
+                                                  : "failed";
     report.message = compiled.ok() ? "validation and timing need a CUDA GPU; the candidates "
                                      "were proposed and compiled only"
                                    : std::string(compiled.message());

@@ -27,16 +27,16 @@ struct OptimizeOptions {
   std::string model_path;   // TorchScript (torch.jit.save)
   std::string inputs_path;  // torch.save'd tensor or tuple/list/dict of tensors
   std::string out_dir;
-  int top_k = 5;            // targets searched
-  int iterations = 64;      // evaluations per target
-  double time_budget_s = 0; // wall time of the search; 0: none
+  int top_k = 5;                   // targets searched
+  int iterations = 64;             // evaluations per target
+  double time_budget_s = 0;        // wall time of the search; 0: none
   std::string proposer = "synth";  // "synth", "openai", "anthropic"
-  std::vector<int> gpus;    // local GPU indices; empty: all
+  std::vector<int> gpus;           // local GPU indices; empty: all
   uint64_t seed = 0;
-  std::string store_url;    // empty: the resumed run's store, else dir:<out>/store
+  std::string store_url;  // empty: the resumed run's store, else dir:<out>/store
   bool resume = false;
-  std::string device = "auto";  // capture device: auto, cuda, cpu (cpu: no GPU evaluation)
-  int compile_threads = 0;      // 0: half the CPUs, 2..8
+  std::string device = "auto";      // capture device: auto, cuda, cpu (cpu: no GPU evaluation)
+  int compile_threads = 0;          // 0: half the CPUs, 2..8
   int compile_only_candidates = 4;  // proposed per target when there is no GPU
   // The LLM backend's settings (the backend itself comes from `proposer`).
   LlmOptions llm;
@@ -48,11 +48,11 @@ struct OptimizeOptions {
 
 struct OptimizeResult {
   OptimizeReport report;
-  bool no_gpu = false;   // compiled only; validation and timing need a GPU
+  bool no_gpu = false;     // compiled only; validation and timing need a GPU
   std::string no_gpu_why;  // "none was found on this machine" or "--device cpu uses none"
   int captured_targets = 0;
-  int proposed = 0;      // candidates proposed (pending and evaluated nodes of the trees)
-  int compiled_ok = 0;   // of the candidates compiled in this run
+  int proposed = 0;     // candidates proposed (pending and evaluated nodes of the trees)
+  int compiled_ok = 0;  // of the candidates compiled in this run
 };
 
 // Errors: InvalidArgument / NotFound for bad input (flags, files, an --out that holds another

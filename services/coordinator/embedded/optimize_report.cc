@@ -161,30 +161,30 @@ std::string FormatSummaryText(const OptimizeReport& report) {
     }
     if (!t.kernel_dir.empty()) absl::StrAppend(&out, "             winner: ", t.kernel_dir, "\n");
     if (!t.error.empty()) absl::StrAppend(&out, "             error: ", t.error, "\n");
-    for (const std::string& note : t.notes) absl::StrAppend(&out, "             note: ", note, "\n");
+    for (const std::string& note : t.notes)
+      absl::StrAppend(&out, "             note: ", note, "\n");
   }
   if (!report.skipped.empty()) {
     absl::StrAppend(&out, "\nskipped:\n");
     for (const SkippedTarget& s : report.skipped) {
-      absl::StrAppend(&out, absl::StrFormat("  %-12s %-40s %5.1f%%  %s\n", s.target.id().substr(0, 12),
-                                            Fit(absl::StrCat(TargetOpName(s.target), " ",
-                                                             TargetSignature(s.target)),
-                                                40),
-                                            s.target.share() * 100, s.reason));
+      absl::StrAppend(
+          &out, absl::StrFormat(
+                    "  %-12s %-40s %5.1f%%  %s\n", s.target.id().substr(0, 12),
+                    Fit(absl::StrCat(TargetOpName(s.target), " ", TargetSignature(s.target)), 40),
+                    s.target.share() * 100, s.reason));
     }
   }
   if (report.status == "complete") {
-    absl::StrAppend(&out, absl::StrFormat(
-                              "\nestimated end-to-end speedup of the forward pass: %.3fx (from the "
+    absl::StrAppend(
+        &out, absl::StrFormat("\nestimated end-to-end speedup of the forward pass: %.3fx (from the "
                               "capture's time shares)\n",
                               EstimatedForwardSpeedup(report)));
   }
   if (report.llm_usage.calls() > 0) {
-    absl::StrAppend(&out, absl::StrFormat("LLM: %d calls, %d input + %d output tokens, $%.4f\n",
-                                          report.llm_usage.calls(),
-                                          report.llm_usage.input_tokens(),
-                                          report.llm_usage.output_tokens(),
-                                          report.llm_usage.cost_usd()));
+    absl::StrAppend(&out,
+                    absl::StrFormat("LLM: %d calls, %d input + %d output tokens, $%.4f\n",
+                                    report.llm_usage.calls(), report.llm_usage.input_tokens(),
+                                    report.llm_usage.output_tokens(), report.llm_usage.cost_usd()));
   }
   return out;
 }
@@ -199,14 +199,13 @@ absl::Status WriteWinner(const RunDirectory& dir, const v1::Target& target,
         absl::StrCat("cannot create ", kernel_dir.string(), ": ", ec.message()));
   }
   if (winner.compile().cubin().empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the winner of target ", target.id(), " has no cubin; re-run with --resume"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the winner of target ", target.id(), " has no cubin; re-run with --resume"));
   }
   v1::EvaluatedCandidate described = winner;
   described.mutable_compile()->clear_cubin();
   described.mutable_compile()->clear_ptx();
-  for (const auto& [name, data] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [name, data] : std::vector<std::pair<std::string, std::string>>{
            {"kernel.cu", winner.candidate().source()},
            {"plan.json", winner.candidate().launch_plan_json()},
            {"candidate.json", MessageToJsonText(described)},

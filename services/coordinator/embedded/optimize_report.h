@@ -37,7 +37,7 @@ struct TargetReport {
   double eager_s = 0;       // per call: the winner's interleaved eager time, else the capture's
   double best_s = 0;        // the winner's time in its fresh-process re-run; 0: no winner
   double floor_s = 0;
-  double speedup = 0;       // re-confirmed; 0: no winner
+  double speedup = 0;  // re-confirmed; 0: no winner
   double search_best_speedup = 0;
   std::string best_candidate_id;
   bool reconfirmed = false;

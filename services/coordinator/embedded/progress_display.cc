@@ -60,10 +60,10 @@ std::vector<std::string> RenderProgress(const ProgressState& state, double now_s
   for (const ProgressState::Row& row : state.rows) {
     completed += row.completed;
     budget += row.stopped ? row.completed : std::max(row.budget, row.completed);
-    lines.push_back(absl::StrFormat(
-        "  %-*s %9s %8s  %-16s %s", kLabelWidth, Fit(row.label, kLabelWidth),
-        absl::StrCat(row.completed, "/", row.budget), Speedup(row.best_speedup),
-        Fit(row.last_verdict.empty() ? "-" : row.last_verdict, 16), row.state));
+    lines.push_back(
+        absl::StrFormat("  %-*s %9s %8s  %-16s %s", kLabelWidth, Fit(row.label, kLabelWidth),
+                        absl::StrCat(row.completed, "/", row.budget), Speedup(row.best_speedup),
+                        Fit(row.last_verdict.empty() ? "-" : row.last_verdict, 16), row.state));
   }
   const double elapsed = now_s - state.start_s;
   std::string footer = absl::StrFormat("  %d/%d evaluations, elapsed %s", completed, budget,
@@ -82,8 +82,7 @@ ProgressDisplay::ProgressDisplay(std::FILE* stream, bool live, std::function<dou
 
 double ProgressDisplay::Now() const {
   if (clock_) return clock_();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 void ProgressDisplay::Clear() {
@@ -158,7 +157,7 @@ void ProgressDisplay::OnEvent(const SearchEvent& event) {
     case SearchEvent::Kind::kTargetStopped:
       row.stopped = true;
       row.completed = event.progress.iterations();
-      row.state = absl::StrCat("stopped: ", StopReasonName(event.stop_reason));
+      row.state = absl::StrCat("stopped: ", std::string(StopReasonName(event.stop_reason)));
       if (!live_) {
         std::fprintf(stream_, "search: %s: stopped (%s) after %d iterations, best %s\n",
                      Fit(row.label, kLabelWidth).c_str(),
@@ -172,13 +171,13 @@ void ProgressDisplay::OnEvent(const SearchEvent& event) {
       row.state = passed ? absl::StrFormat("confirmed %.2fx", event.latest->evaluation().speedup())
                          : absl::StrCat("winner failed re-run: ", verdict);
       if (!live_) {
-        std::fprintf(stream_, "confirm: %s: candidate %s %s in a fresh process%s\n",
-                     Fit(row.label, kLabelWidth).c_str(),
-                     event.latest ? event.latest->candidate().id().substr(0, 12).c_str() : "?",
-                     verdict.c_str(),
-                     passed ? absl::StrFormat(" at %.2fx", event.latest->evaluation().speedup())
-                                  .c_str()
-                            : "");
+        std::fprintf(
+            stream_, "confirm: %s: candidate %s %s in a fresh process%s\n",
+            Fit(row.label, kLabelWidth).c_str(),
+            event.latest ? event.latest->candidate().id().substr(0, 12).c_str() : "?",
+            verdict.c_str(),
+            passed ? absl::StrFormat(" at %.2fx", event.latest->evaluation().speedup()).c_str()
+                   : "");
       }
       break;
     }

@@ -42,8 +42,7 @@ std::vector<std::string> RenderProgress(const ProgressState& state, double now_s
 class ProgressDisplay {
  public:
   // `live`: redraw in place (stream is a terminal).
-  ProgressDisplay(std::FILE* stream, bool live,
-                  std::function<double()> clock = nullptr);
+  ProgressDisplay(std::FILE* stream, bool live, std::function<double()> clock = nullptr);
 
   // A phase line ("capturing ...", "selected ..."), printed above the live block.
   void Message(const std::string& line);

@@ -25,17 +25,17 @@ absl::Status WriteFileAtomically(const fs::path& path, const std::string& data) 
     if (!file) {
       std::error_code ignored;
       fs::remove(temporary, ignored);
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot write ", path.string(), ": check the directory's permissions "
-                                                       "and free space"));
+      return absl::PermissionDeniedError(absl::StrCat("cannot write ", path.string(),
+                                                      ": check the directory's permissions "
+                                                      "and free space"));
     }
   }
   std::error_code ec;
   fs::rename(temporary, path, ec);
   if (ec) {
     fs::remove(temporary, ec);
-    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path.string(), ": ",
-                                                    ec.message()));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", path.string(), ": ", ec.message()));
   }
   return absl::OkStatus();
 }
@@ -152,9 +152,8 @@ absl::StatusOr<v1::OperatorProfile> RunDirectory::ReadProfile() const {
   if (!text.ok()) return text.status();
   v1::OperatorProfile profile;
   if (auto s = google::protobuf::util::JsonStringToMessage(*text, &profile); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(profile_path().string(),
-                                                   " is not a kforge profile (", s.ToString(),
-                                                   "); use a new --out"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        profile_path().string(), " is not a kforge profile (", s.ToString(), "); use a new --out"));
   }
   return profile;
 }

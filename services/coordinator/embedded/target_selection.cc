@@ -11,31 +11,47 @@ namespace {
 
 std::string DtypeShort(v1::DType dtype) {
   switch (dtype) {
-    case v1::FLOAT32: return "f32";
-    case v1::FLOAT16: return "f16";
-    case v1::BFLOAT16: return "bf16";
-    case v1::FLOAT64: return "f64";
-    case v1::INT64: return "i64";
-    case v1::INT32: return "i32";
-    case v1::INT16: return "i16";
-    case v1::INT8: return "i8";
-    case v1::UINT8: return "u8";
-    case v1::BOOL: return "b8";
-    default: return "?";
+    case v1::FLOAT32:
+      return "f32";
+    case v1::FLOAT16:
+      return "f16";
+    case v1::BFLOAT16:
+      return "bf16";
+    case v1::FLOAT64:
+      return "f64";
+    case v1::INT64:
+      return "i64";
+    case v1::INT32:
+      return "i32";
+    case v1::INT16:
+      return "i16";
+    case v1::INT8:
+      return "i8";
+    case v1::UINT8:
+      return "u8";
+    case v1::BOOL:
+      return "b8";
+    default:
+      return "?";
   }
 }
 
 std::string ScalarText(const v1::ScalarValue& value) {
   switch (value.value_case()) {
-    case v1::ScalarValue::kIntValue: return absl::StrCat(value.int_value());
-    case v1::ScalarValue::kFloatValue: return absl::StrCat(value.float_value());
-    case v1::ScalarValue::kBoolValue: return value.bool_value() ? "True" : "False";
-    case v1::ScalarValue::kStringValue: return absl::StrCat("'", value.string_value(), "'");
+    case v1::ScalarValue::kIntValue:
+      return absl::StrCat(value.int_value());
+    case v1::ScalarValue::kFloatValue:
+      return absl::StrCat(value.float_value());
+    case v1::ScalarValue::kBoolValue:
+      return value.bool_value() ? "True" : "False";
+    case v1::ScalarValue::kStringValue:
+      return absl::StrCat("'", value.string_value(), "'");
     case v1::ScalarValue::kIntList:
       return absl::StrCat("[", absl::StrJoin(value.int_list().values(), ","), "]");
     case v1::ScalarValue::kFloatList:
       return absl::StrCat("[", absl::StrJoin(value.float_list().values(), ","), "]");
-    default: return "None";
+    default:
+      return "None";
   }
 }
 
@@ -55,7 +71,8 @@ std::string TargetSignature(const v1::Target& target) {
   }
   for (const v1::SubgraphNode& node : target.nodes()) {
     for (const v1::Argument& arg : node.args()) {
-      if (arg.has_scalar()) parts.push_back(absl::StrCat(arg.name(), "=", ScalarText(arg.scalar())));
+      if (arg.has_scalar())
+        parts.push_back(absl::StrCat(arg.name(), "=", ScalarText(arg.scalar())));
     }
   }
   return absl::StrJoin(parts, " ");
