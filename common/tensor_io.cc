@@ -28,8 +28,8 @@ std::string Join(const std::string& prefix, const std::string& name) {
 }
 
 // Appends every tensor of `value` under `prefix`; anything else is an error naming its place.
-absl::Status Flatten(const c10::IValue& value, const std::string& prefix,
-                     const std::string& source, std::vector<NamedTensor>& out) {
+absl::Status Flatten(const c10::IValue& value, const std::string& prefix, const std::string& source,
+                     std::vector<NamedTensor>& out) {
   if (value.isTensor()) {
     out.push_back({prefix, value.toTensor()});
     return absl::OkStatus();
@@ -106,8 +106,8 @@ absl::StatusOr<std::vector<NamedTensor>> ParseTensors(std::string_view bytes,
 absl::StatusOr<std::vector<NamedTensor>> ReadTensors(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    return absl::NotFoundError(absl::StrCat("cannot open tensor file ", path, ": ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open tensor file ", path, ": ", std::strerror(errno)));
   }
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   if (file.bad()) {
@@ -140,7 +140,9 @@ absl::StatusOr<std::string> SerializeTensors(const std::vector<NamedTensor>& ten
       }
       value = dict;
     } else if (container == TensorContainer::kList) {
-      c10::List<at::Tensor> list;
+      // A list of Any, not List[Tensor]: the latter pickles through
+      // torch.jit._pickle.build_tensorlist, which torch.load(weights_only=True) refuses.
+      c10::impl::GenericList list(c10::AnyType::get());
       for (const auto& t : tensors) list.push_back(t.tensor);
       value = list;
     } else {

@@ -3,11 +3,11 @@
 // serializer of kforge (captured inputs, validation inputs, eager references).
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
 

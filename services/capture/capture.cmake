@@ -13,3 +13,5 @@ add_library(kforge_capture STATIC
 target_link_libraries(kforge_capture PUBLIC
   kforge_capture_core kforge_common kforge_protos
   CLI11::CLI11 spdlog::spdlog prometheus-cpp::core)
+
+include(${CMAKE_SOURCE_DIR}/tools/bench/capture_overhead.cmake)

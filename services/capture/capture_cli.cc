@@ -43,8 +43,8 @@ void RunCapture(CaptureFlags& flags, const FamilyLookup& family) {
   const std::string url = flags.store.empty() ? DefaultStoreUrl(flags.out) : flags.store;
   auto store = OpenStore(url);
   if (!store.ok()) {
-    Fail(absl::Status(store.status().code(), absl::StrCat("cannot open store ", url, ": ",
-                                                          store.status().message())));
+    Fail(absl::Status(store.status().code(),
+                      absl::StrCat("cannot open store ", url, ": ", store.status().message())));
     return;
   }
   // Reach the store before the (long) capture, so a bad URL fails at once.
@@ -77,7 +77,8 @@ void RunCapture(CaptureFlags& flags, const FamilyLookup& family) {
   } else {
     std::string summary = FormatSummary(*result, flags.rows);
     std::fwrite(summary.data(), 1, summary.size(), stdout);
-    if (!flags.out.empty()) std::printf("\nwrote %s (captured inputs in %s)\n", flags.out.c_str(), url.c_str());
+    if (!flags.out.empty())
+      std::printf("\nwrote %s (captured inputs in %s)\n", flags.out.c_str(), url.c_str());
   }
 }
 
@@ -101,8 +102,7 @@ void RegisterCaptureCommands(CLI::App& app, FamilyLookup family) {
   cmd->add_option("--iters", flags->options.iters,
                   "plain forwards timed (median) and profiled forwards averaged")
       ->capture_default_str();
-  cmd->add_option("--top", flags->options.top_k, "targets to keep, by time")
-      ->capture_default_str();
+  cmd->add_option("--top", flags->options.top_k, "targets to keep, by time")->capture_default_str();
   cmd->add_option("--name", flags->options.model_name, "model name in the reports");
   cmd->add_flag("--json", flags->json, "print the OperatorProfile as JSON");
   cmd->add_option("--out", flags->out,

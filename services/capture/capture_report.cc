@@ -30,19 +30,19 @@ absl::Status WriteFile(const std::filesystem::path& path, const std::string& dat
 }
 
 std::string TargetLine(const v1::Target& t) {
-  std::string inputs = t.has_captured_inputs()
-                           ? absl::StrFormat("inputs %s (%.1f MiB)",
-                                             t.captured_inputs().sha256().substr(0, 12),
-                                             t.captured_inputs().size_bytes() / 1048576.0)
-                           : "inputs not kept";
+  std::string inputs =
+      t.has_captured_inputs()
+          ? absl::StrFormat("inputs %s (%.1f MiB)", t.captured_inputs().sha256().substr(0, 12),
+                            t.captured_inputs().size_bytes() / 1048576.0)
+          : "inputs not kept";
   std::vector<std::string> sigs;
   for (const auto& in : t.inputs()) {
     sigs.push_back(absl::StrCat("[", absl::StrJoin(in.sizes(), ","), "]"));
   }
-  return absl::StrFormat("  %s  %-28s %6.2f%%  %4d calls  %s  family %s  %s",
-                         t.id().substr(0, 12), t.nodes(0).op(), t.share() * 100,
-                         t.calls_per_forward(), absl::StrJoin(sigs, " "),
-                         t.family().empty() ? "none" : t.family(), inputs);
+  return absl::StrFormat("  %s  %-28s %6.2f%%  %4d calls  %s  family %s  %s", t.id().substr(0, 12),
+                         t.nodes(0).op(), t.share() * 100, t.calls_per_forward(),
+                         absl::StrJoin(sigs, " "), t.family().empty() ? "none" : t.family(),
+                         inputs);
 }
 
 }  // namespace
@@ -61,9 +61,9 @@ absl::StatusOr<std::string> ProfileToJson(const google::protobuf::Message& messa
 }
 
 std::string FormatOpTable(const v1::OperatorProfile& profile, int max_rows) {
-  std::string out = absl::StrFormat("%-28s %-10s %6s %11s %11s %7s  %-10s %s\n", "operator",
-                                    "overload", "calls", "total ms", "mean ms", "share",
-                                    "family", "signature");
+  std::string out =
+      absl::StrFormat("%-28s %-10s %6s %11s %11s %7s  %-10s %s\n", "operator", "overload", "calls",
+                      "total ms", "mean ms", "share", "family", "signature");
   int rows = 0;
   double rest_s = 0, rest_share = 0;
   int64_t rest_calls = 0;
@@ -77,10 +77,9 @@ std::string FormatOpTable(const v1::OperatorProfile& profile, int max_rows) {
       continue;
     }
     ++rows;
-    absl::StrAppendFormat(&out, "%-28s %-10s %6d %11s %11s %6.2f%%  %-10s %s\n",
-                          Fit(op.op(), 28), Fit(op.overload(), 10), op.calls(), Ms(op.total_s()),
-                          Ms(op.mean_s()), op.share() * 100, Fit(op.family(), 10),
-                          Fit(op.signature(), 100));
+    absl::StrAppendFormat(&out, "%-28s %-10s %6d %11s %11s %6.2f%%  %-10s %s\n", Fit(op.op(), 28),
+                          Fit(op.overload(), 10), op.calls(), Ms(op.total_s()), Ms(op.mean_s()),
+                          op.share() * 100, Fit(op.family(), 10), Fit(op.signature(), 100));
   }
   if (rest_groups > 0) {
     absl::StrAppendFormat(&out, "%-39s %6d %11s %11s %6.2f%%  (%d more groups)\n", "(rest)",
@@ -97,8 +96,7 @@ std::string FormatSummary(const CaptureResult& result, int max_rows) {
       p.model_name(), p.device(), Ms(p.forward_time_s()), p.iterations(),
       Ms(result.profiled_forward_s), p.coverage() * 100, kCoverageDefinition);
   out += FormatOpTable(p, max_rows);
-  absl::StrAppendFormat(&out, "\n%d op groups; top %d targets:\n", p.ops_size(),
-                        p.targets_size());
+  absl::StrAppendFormat(&out, "\n%d op groups; top %d targets:\n", p.ops_size(), p.targets_size());
   for (const v1::Target& t : p.targets()) out += TargetLine(t) + "\n";
   bool first = true;
   for (int i = 0; i < p.notes_size(); ++i) {

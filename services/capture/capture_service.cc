@@ -18,12 +18,12 @@ void CaptureServiceImpl::RegisterMetrics(prometheus::Registry& registry) {
                    .Name("kforge_capture_requests_total")
                    .Help("Capture requests by result code")
                    .Register(registry);
-  duration_ = &prometheus::BuildHistogram()
-                   .Name("kforge_capture_duration_seconds")
-                   .Help("Time to capture one model")
-                   .Register(registry)
-                   .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 30, 60, 120,
-                                                                    300, 600});
+  duration_ =
+      &prometheus::BuildHistogram()
+           .Name("kforge_capture_duration_seconds")
+           .Help("Time to capture one model")
+           .Register(registry)
+           .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 30, 60, 120, 300, 600});
 }
 
 grpc::Status CaptureServiceImpl::Capture(grpc::ServerContext* /*context*/,
@@ -48,15 +48,15 @@ grpc::Status CaptureServiceImpl::Capture(grpc::ServerContext* /*context*/,
   CaptureOptions options;
   auto model = GetBlob(*store_, request->model());
   if (!model.ok()) {
-    return finish(absl::Status(model.status().code(),
-                               absl::StrCat("model blob ", request->model().sha256(), ": ",
-                                            model.status().message())));
+    return finish(absl::Status(
+        model.status().code(),
+        absl::StrCat("model blob ", request->model().sha256(), ": ", model.status().message())));
   }
   auto inputs = GetBlob(*store_, request->inputs());
   if (!inputs.ok()) {
-    return finish(absl::Status(inputs.status().code(),
-                               absl::StrCat("inputs blob ", request->inputs().sha256(), ": ",
-                                            inputs.status().message())));
+    return finish(absl::Status(
+        inputs.status().code(),
+        absl::StrCat("inputs blob ", request->inputs().sha256(), ": ", inputs.status().message())));
   }
   options.model_bytes = std::move(*model);
   options.inputs_bytes = std::move(*inputs);

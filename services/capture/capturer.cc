@@ -48,33 +48,55 @@ using Clock = std::chrono::steady_clock;
 
 std::string DtypeShort(c10::ScalarType type) {
   switch (type) {
-    case c10::ScalarType::Float: return "f32";
-    case c10::ScalarType::Half: return "f16";
-    case c10::ScalarType::BFloat16: return "bf16";
-    case c10::ScalarType::Double: return "f64";
-    case c10::ScalarType::Long: return "i64";
-    case c10::ScalarType::Int: return "i32";
-    case c10::ScalarType::Short: return "i16";
-    case c10::ScalarType::Char: return "i8";
-    case c10::ScalarType::Byte: return "u8";
-    case c10::ScalarType::Bool: return "b8";
-    default: return c10::toString(type);
+    case c10::ScalarType::Float:
+      return "f32";
+    case c10::ScalarType::Half:
+      return "f16";
+    case c10::ScalarType::BFloat16:
+      return "bf16";
+    case c10::ScalarType::Double:
+      return "f64";
+    case c10::ScalarType::Long:
+      return "i64";
+    case c10::ScalarType::Int:
+      return "i32";
+    case c10::ScalarType::Short:
+      return "i16";
+    case c10::ScalarType::Char:
+      return "i8";
+    case c10::ScalarType::Byte:
+      return "u8";
+    case c10::ScalarType::Bool:
+      return "b8";
+    default:
+      return c10::toString(type);
   }
 }
 
 v1::DType ToProtoDtype(c10::ScalarType type) {
   switch (type) {
-    case c10::ScalarType::Float: return v1::FLOAT32;
-    case c10::ScalarType::Half: return v1::FLOAT16;
-    case c10::ScalarType::BFloat16: return v1::BFLOAT16;
-    case c10::ScalarType::Double: return v1::FLOAT64;
-    case c10::ScalarType::Long: return v1::INT64;
-    case c10::ScalarType::Int: return v1::INT32;
-    case c10::ScalarType::Short: return v1::INT16;
-    case c10::ScalarType::Char: return v1::INT8;
-    case c10::ScalarType::Byte: return v1::UINT8;
-    case c10::ScalarType::Bool: return v1::BOOL;
-    default: return v1::DTYPE_UNSPECIFIED;
+    case c10::ScalarType::Float:
+      return v1::FLOAT32;
+    case c10::ScalarType::Half:
+      return v1::FLOAT16;
+    case c10::ScalarType::BFloat16:
+      return v1::BFLOAT16;
+    case c10::ScalarType::Double:
+      return v1::FLOAT64;
+    case c10::ScalarType::Long:
+      return v1::INT64;
+    case c10::ScalarType::Int:
+      return v1::INT32;
+    case c10::ScalarType::Short:
+      return v1::INT16;
+    case c10::ScalarType::Char:
+      return v1::INT8;
+    case c10::ScalarType::Byte:
+      return v1::UINT8;
+    case c10::ScalarType::Bool:
+      return v1::BOOL;
+    default:
+      return v1::DTYPE_UNSPECIFIED;
   }
 }
 
@@ -134,15 +156,20 @@ v1::ScalarValue ToScalar(const c10::IValue& v) {
 
 std::string ScalarText(const v1::ScalarValue& s) {
   switch (s.value_case()) {
-    case v1::ScalarValue::kIntValue: return std::to_string(s.int_value());
-    case v1::ScalarValue::kFloatValue: return absl::StrFormat("%g", s.float_value());
-    case v1::ScalarValue::kBoolValue: return s.bool_value() ? "True" : "False";
-    case v1::ScalarValue::kStringValue: return absl::StrCat("'", s.string_value(), "'");
+    case v1::ScalarValue::kIntValue:
+      return std::to_string(s.int_value());
+    case v1::ScalarValue::kFloatValue:
+      return absl::StrFormat("%g", s.float_value());
+    case v1::ScalarValue::kBoolValue:
+      return s.bool_value() ? "True" : "False";
+    case v1::ScalarValue::kStringValue:
+      return absl::StrCat("'", s.string_value(), "'");
     case v1::ScalarValue::kIntList:
       return absl::StrCat("[", absl::StrJoin(s.int_list().values(), ","), "]");
     case v1::ScalarValue::kFloatList:
       return absl::StrCat("[", absl::StrJoin(s.float_list().values(), ","), "]");
-    default: return "None";
+    default:
+      return "None";
   }
 }
 
@@ -209,7 +236,7 @@ struct Group {
   int num_returns = -1;  // from the schema; -1 when unknown
   int64_t input_bytes = 0;
   int64_t output_bytes = 0;
-  int64_t calls = 0;  // over all profiled forwards
+  int64_t calls = 0;   // over all profiled forwards
   double total_s = 0;  // over all profiled forwards
 };
 
@@ -252,7 +279,7 @@ Group DescribeCall(const at::RecordFunction& fn, const std::optional<c10::Functi
   int tensor_count = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
-                                                                 : absl::StrCat("arg", i);
+                                                                : absl::StrCat("arg", i);
     const c10::IValue& v = inputs[i];
     if (v.isTensor() && v.toTensor().defined()) {
       g.args.push_back({name, tensor_count++, {}});
@@ -591,10 +618,18 @@ double Median(std::vector<double> v) {
 
 int64_t ItemSize(v1::DType dtype) {
   switch (dtype) {
-    case v1::FLOAT64: case v1::INT64: return 8;
-    case v1::FLOAT32: case v1::INT32: return 4;
-    case v1::FLOAT16: case v1::BFLOAT16: case v1::INT16: return 2;
-    default: return 1;
+    case v1::FLOAT64:
+    case v1::INT64:
+      return 8;
+    case v1::FLOAT32:
+    case v1::INT32:
+      return 4;
+    case v1::FLOAT16:
+    case v1::BFLOAT16:
+    case v1::INT16:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -718,7 +753,9 @@ std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
     if (v->type()->kind() == c10::TypeKind::ClassType) continue;  // self
     int id = next_id++;
     producer[v] = id;
-    jnodes.push_back({{"id", id}, {"kind", "prim::Param"}, {"inputs", nlohmann::json::array()},
+    jnodes.push_back({{"id", id},
+                      {"kind", "prim::Param"},
+                      {"inputs", nlohmann::json::array()},
                       {"outputs", {{{"name", value_name(v)}, {"type", v->type()->str()}}}}});
     jinputs.push_back(id);
   }
@@ -845,8 +882,7 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
                      "); save one with torch.jit.save or tools/kforge-export"));
   }
   if (!module.find_method("forward")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(model_label, " has no forward method to run"));
+    return absl::InvalidArgumentError(absl::StrCat(model_label, " has no forward method to run"));
   }
   module.eval();
 
@@ -868,8 +904,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
     }
     return absl::InvalidArgumentError(absl::StrCat(
         inputs_label, " holds ", DescribeInputs(*named_inputs), " but ", model_label,
-        "'s forward takes ", min_args == max_args ? "" : absl::StrCat(min_args, " to "),
-        max_args, " (", absl::StrJoin(names, ", "),
+        "'s forward takes ", min_args == max_args ? "" : absl::StrCat(min_args, " to "), max_args,
+        " (", absl::StrJoin(names, ", "),
         "); save the inputs the model was traced with as a tuple in that order"));
   }
 
@@ -897,9 +933,9 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
         ". Pass the inputs the model was traced with (tools/kforge-export writes them as "
         "inputs.pt), on the device it was traced for"));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(model_label, " rejected the inputs in ", inputs_label, ": ",
-                     BriefError(e.what()), ". Pass the inputs the model was traced with"));
+    return absl::InvalidArgumentError(absl::StrCat(model_label, " rejected the inputs in ",
+                                                   inputs_label, ": ", BriefError(e.what()),
+                                                   ". Pass the inputs the model was traced with"));
   }
 
   CaptureResult result;
@@ -924,8 +960,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
     recorder.Uninstall();
   } catch (const c10::Error& e) {
     recorder.Uninstall();
-    return absl::InternalError(absl::StrCat("running ", model_label, " failed: ",
-                                            BriefError(e.what_without_backtrace())));
+    return absl::InternalError(
+        absl::StrCat("running ", model_label, " failed: ", BriefError(e.what_without_backtrace())));
   }
   double profiled_sum = 0;
   for (double s : profiled) profiled_sum += s;
@@ -963,9 +999,17 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
       "forward: %.3f ms plain (median of %d), %.3f ms profiled (mean of %d, recording on)",
       profile.forward_time_s() * 1e3, options.iters, result.profiled_forward_s * 1e3,
       options.iters));
+  if (cuda && result.profiled_forward_s > 1.25 * profile.forward_time_s()) {
+    // Launch-bound models: the callbacks' host time opens gaps on the GPU between ops.
+    profile.add_notes(absl::StrFormat(
+        "recording made the forward %.0f%% slower: the model is launch-bound on this device, "
+        "and the GPU idles between ops for that time, which lowers the coverage",
+        (result.profiled_forward_s / profile.forward_time_s() - 1) * 100));
+  }
   if (!cuda) {
-    profile.add_notes("timed on the CPU with a steady clock (CPU ops are synchronous); GPU "
-                      "shares will differ");
+    profile.add_notes(
+        "timed on the CPU with a steady clock (CPU ops are synchronous); GPU "
+        "shares will differ");
   }
 
   // Families for every group; targets for the top K.
@@ -1009,7 +1053,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     v1::Target& t = targets[i];
-    const std::string label = absl::StrCat(t.nodes(0).op(), " ", groups[order[i]].proto.signature());
+    const std::string label =
+        absl::StrCat(t.nodes(0).op(), " ", groups[order[i]].proto.signature());
     if (capture.skipped_bytes[i] > 0) {
       profile.add_notes(absl::StrFormat(
           "target %s (%s): its inputs are %.1f MiB, above the %.1f MiB cap per target; not "
@@ -1030,8 +1075,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
       auto digest = PutBlob(*store, *bytes);
       if (!digest.ok()) {
         return absl::Status(digest.status().code(),
-                            absl::StrCat("cannot store the captured inputs in ",
-                                         store->Describe(), ": ", digest.status().message()));
+                            absl::StrCat("cannot store the captured inputs in ", store->Describe(),
+                                         ": ", digest.status().message()));
       }
       *t.mutable_captured_inputs() = *digest;
     } else {
@@ -1045,8 +1090,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
     profile.set_graph_json(GraphJson(module, profile.model_name(), recorder.sequence(), groups,
                                      op_rank, iterations, result.profiled_forward_s));
   } catch (const c10::Error& e) {
-    profile.add_notes(absl::StrCat("operator graph not available: ",
-                                   BriefError(e.what_without_backtrace())));
+    profile.add_notes(
+        absl::StrCat("operator graph not available: ", BriefError(e.what_without_backtrace())));
   }
   return result;
 }

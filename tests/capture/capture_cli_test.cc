@@ -18,11 +18,11 @@ namespace kforge {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using capture_test::CommandResult;
 using capture_test::Quote;
 using capture_test::ReadWholeFile;
 using capture_test::RunCommand;
+using nlohmann::json;
 
 #ifdef KFORGE_CAPTURE_GPU
 constexpr char kDevice[] = "cuda";
@@ -39,15 +39,16 @@ const fs::path kModels = CAPTURE_MODELS_DIR;
 CommandResult Capture(const std::string& model, const std::string& extra, const TempDir& dir) {
   const fs::path m = kModels / model;
   return RunCommand(capture_test::Kforge() + " capture " + Quote((m / "model.pt").string()) +
-                        " --inputs " + Quote((m / "inputs.pt").string()) + " --device " +
-                        kDevice + " " + extra,
+                        " --inputs " + Quote((m / "inputs.pt").string()) + " --device " + kDevice +
+                        " " + extra,
                     dir.path());
 }
 
 // calls per forward by operator, summed over signatures
 std::map<std::string, int64_t> CallsByOp(const json& profile) {
   std::map<std::string, int64_t> calls;
-  for (const auto& op : profile["ops"]) calls[op["op"]] += std::stoll(op["calls"].get<std::string>());
+  for (const auto& op : profile["ops"])
+    calls[op["op"]] += std::stoll(op["calls"].get<std::string>());
   return calls;
 }
 
@@ -148,7 +149,7 @@ TEST(CaptureCli, Qwen3ListsSoftmaxAndLinearWithShapes) {
       << r.out.substr(0, 4000);
   EXPECT_TRUE(HasOpWithInputs(profile, "aten::linear", {{1, kQwenSeq, 512}, {1536, 512}}));
   auto calls = CallsByOp(profile);
-  EXPECT_EQ(calls["aten::softmax"], 4);  // one per layer
+  EXPECT_EQ(calls["aten::softmax"], 4);         // one per layer
   EXPECT_GE(calls["aten::linear"], 4 * 7 + 1);  // q k v o gate up down per layer + lm head
   EXPECT_FALSE(profile["graph_json"].get<std::string>().empty());
 }
@@ -177,10 +178,11 @@ class CaptureBadInput : public ::testing::Test {
   std::string Inputs() const { return (kModels / "resnet50" / "inputs.pt").string(); }
   std::string WriteInputs(const std::string& name, const std::string& python_value) {
     const std::string path = (dir_ / name).string();
-    auto r = RunCommand(capture_test::Python() + " -c " +
-                            Quote("import sys, torch; torch.save(" + python_value + ", sys.argv[1])") +
-                            " " + Quote(path),
-                        dir_.path());
+    auto r =
+        RunCommand(capture_test::Python() + " -c " +
+                       Quote("import sys, torch; torch.save(" + python_value + ", sys.argv[1])") +
+                       " " + Quote(path),
+                   dir_.path());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return path;
   }

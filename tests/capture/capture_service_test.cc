@@ -1,5 +1,7 @@
 // Capturer as a library (family lookup, captured inputs in the store) and CaptureService over
 // real gRPC on loopback, on the ResNet-50 example the fixture exports (CPU).
+#include "services/capture/capture_service.h"
+
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -12,7 +14,6 @@
 #include "common/tensor_io.h"
 #include "gtest/gtest.h"
 #include "kforge/v1/capture.grpc.pb.h"
-#include "services/capture/capture_service.h"
 #include "services/capture/capturer.h"
 #include "tests/capture/capture_test_util.h"
 #include "tests/support/temp_dir.h"
