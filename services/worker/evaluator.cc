@@ -427,11 +427,13 @@ v1::EvaluationResult Evaluator::EvaluateOnSlot(Slot& slot, const v1::EvaluateReq
   if (io.ok()) io = ReadFrame(child.out_fd(), &reply, absl::Now() + absl::Seconds(limit_s));
 
   v1::EvaluationResult result;
+  // A child that ended (or must end) leaves the slot; a sanitized one always does.
+  std::unique_ptr<ChildProcess> ended;
   if (io.ok()) {
     result = reply.result();
     if (reply.context_lost()) {
       child.Reap(absl::Seconds(30));
-      slot.child.reset();
+      ended = std::move(slot.child);
       *restarted = true;
     }
   } else if (absl::IsDeadlineExceeded(io)) {
@@ -442,7 +444,7 @@ v1::EvaluationResult Evaluator::EvaluateOnSlot(Slot& slot, const v1::EvaluateReq
                                     "restarted",
                                     limit_s, request.timing() ? " and timing" : ""),
                     child.StderrTail());
-    slot.child.reset();
+    ended = std::move(slot.child);
     *restarted = true;
   } else {
     child.Reap(absl::Seconds(30));
@@ -451,29 +453,41 @@ v1::EvaluationResult Evaluator::EvaluateOnSlot(Slot& slot, const v1::EvaluateReq
                     absl::StrCat("the evaluator process ", child.ExitDescription(),
                                  " while running the candidate; it was restarted"),
                     child.StderrTail());
-    slot.child.reset();
+    ended = std::move(slot.child);
     *restarted = true;
   }
 
-  if (sanitizer && slot.child) {
-    slot.child->CloseInput();
-    slot.child->Reap(absl::Seconds(120));
-    slot.child->Kill();
-    bool errors = slot.child->ExitedWithCode(99);
+  if (sanitizer) {
+    if (!ended) ended = std::move(slot.child);
+    ended->CloseInput();
+    ended->Reap(absl::Seconds(120));
+    ended->Kill();
+    // Whatever happened to the child (a memcheck error can also abort the kernel and with it
+    // the process), the sanitizer's report decides.
     std::string report = ReadFileOrEmpty(slot.sanitizer_log);
-    if (!errors && report.find("ERROR SUMMARY: 0 errors") == std::string::npos &&
-        report.find("ERROR SUMMARY:") != std::string::npos) {
-      errors = true;
-    }
+    size_t summary = report.rfind("ERROR SUMMARY:");
+    bool errors = ended->ExitedWithCode(99) ||
+                  (summary != std::string::npos &&
+                   report.compare(summary, 23, "ERROR SUMMARY: 0 errors") != 0);
+    std::string summary_line =
+        summary == std::string::npos
+            ? absl::StrCat("compute-sanitizer wrote no summary (", ended->ExitDescription(),
+                           ")")
+            : absl::StrCat("compute-sanitizer memcheck: ",
+                           report.substr(summary, report.find('\n', summary) - summary));
     if (errors) {
       std::string earlier = result.diagnostics().message();
       result = Failed(v1::OUT_OF_BOUNDS,
                       absl::StrCat("compute-sanitizer memcheck reported invalid memory accesses",
-                                   earlier.empty() ? "" : absl::StrCat(" (validation said: ",
+                                   earlier.empty() ? "" : absl::StrCat(" (the evaluator said: ",
                                                                        earlier, ")")),
                       report.substr(0, kExcerptBytes));
+    } else {
+      // The sanitizer's verdict travels with every sanitized result, clean ones included.
+      std::string log = result.diagnostics().log_excerpt();
+      result.mutable_diagnostics()->set_log_excerpt(
+          log.empty() ? summary_line : absl::StrCat(log, "\n", summary_line));
     }
-    slot.child.reset();
   }
   if (slot.has_info && result.gpu_name().empty()) result.set_gpu_name(slot.info.name());
   return result;

@@ -27,6 +27,13 @@ int RunEvaluatorChild(EvaluationBackend& backend, int in_fd, int out_fd) {
   }
   if (!WriteFrame(out_fd, hello).ok() || !gpu.ok()) return 2;
 
+  backend.SetContextLostReply([out_fd](const v1::EvaluationResult& result) {
+    worker::EvaluatorReply reply;
+    *reply.mutable_result() = result;
+    reply.set_context_lost(true);
+    (void)WriteFrame(out_fd, reply);
+    ::_exit(3);
+  });
   while (true) {
     worker::EvaluatorRequest request;
     absl::Status read = ReadFrame(in_fd, &request);

@@ -4,6 +4,8 @@
 // double on machines without a GPU.
 #pragma once
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "kforge/v1/common.pb.h"
 #include "services/worker/evaluator_protocol.pb.h"
@@ -19,6 +21,12 @@ class EvaluationBackend {
   // Evaluates one job. Sets *context_lost when the CUDA context is unusable afterwards (a
   // sticky error); the child then exits after replying.
   virtual v1::EvaluationResult Evaluate(const worker::EvaluateJob& job, bool* context_lost) = 0;
+  // Installs the way out after a sticky CUDA error: `reply` sends the result (marked
+  // context_lost) and ends the process without returning, before any destructor can touch
+  // the broken context. Backends without a CUDA context ignore it.
+  virtual void SetContextLostReply(std::function<void(const v1::EvaluationResult&)> reply) {
+    (void)reply;
+  }
 };
 
 // Serves the protocol on `in_fd`/`out_fd`. Returns the process exit code: 0 when the

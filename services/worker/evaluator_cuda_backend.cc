@@ -207,6 +207,9 @@ class CudaEvaluationBackend : public EvaluationBackend {
 
   absl::StatusOr<v1::GpuInfo> Start() override;
   v1::EvaluationResult Evaluate(const worker::EvaluateJob& job, bool* context_lost) override;
+  void SetContextLostReply(std::function<void(const v1::EvaluationResult&)> reply) override {
+    context_lost_reply_ = std::move(reply);
+  }
 
  private:
   friend class CandidateEvaluation;
@@ -221,6 +224,7 @@ class CudaEvaluationBackend : public EvaluationBackend {
   CUcontext context_ = nullptr;
   v1::GpuInfo info_;
   at::Tensor l2_flush_;  // written before every timed rep to evict the candidate's data
+  std::function<void(const v1::EvaluationResult&)> context_lost_reply_;
   uint32_t flush_value_ = 0;
 };
 
@@ -374,9 +378,31 @@ class CandidateEvaluation {
   std::vector<at::Tensor> captured_;  // on the GPU, target.input_names order
   int random_sets_ = 3;
   double eager_factor_ = 4;
+  // Replies at once when the context is lost (never returns if a reply path is installed):
+  // unwinding would free tensors through the broken context.
+  void ReplyIfContextLost(const Failure& f);
+  v1::EvaluationResult BaseResult() const;
+
   bool context_lost_ = false;
   uint64_t next_seed_ = 1;
+  std::string current_set_ = "captured";
 };
+
+v1::EvaluationResult CandidateEvaluation::BaseResult() const {
+  v1::EvaluationResult result;
+  result.set_gpu_name(gpu_.info_.name());
+  if (job_.compiled().kernels_size() > 0) *result.mutable_resources() = job_.compiled().kernels(0);
+  return result;
+}
+
+void CandidateEvaluation::ReplyIfContextLost(const Failure& f) {
+  if (!context_lost_ || !gpu_.context_lost_reply_) return;
+  v1::EvaluationResult result = BaseResult();
+  result.set_verdict(f.verdict);
+  *result.mutable_diagnostics() = f.diagnostics;
+  result.mutable_diagnostics()->set_input_set(current_set_);
+  gpu_.context_lost_reply_(result);
+}
 
 std::optional<Failure> CandidateEvaluation::Prepare() {
   const v1::ValidationPolicy& policy = request_.policy();
@@ -567,12 +593,14 @@ std::optional<Failure> CandidateEvaluation::Launch(const ResolvedPlan& plan, KfA
     CUresult r = cuLaunchKernelEx(&config, functions_.at(launch.entry), params, nullptr);
     if (r != CUDA_SUCCESS) {
       if (!gpu_.ContextHealthy()) context_lost_ = true;
-      return Fail(v1::LAUNCH_ERROR,
+      Failure f = Fail(v1::LAUNCH_ERROR,
                   absl::StrFormat("launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of "
                                   "shared memory) was refused: %s",
                                   i, launch.entry, launch.grid.x, launch.grid.y, launch.grid.z,
                                   launch.block.x, launch.block.y, launch.block.z,
                                   launch.shared_bytes, CuDescribe(r)));
+      ReplyIfContextLost(f);
+      return f;
     }
   }
   return std::nullopt;
@@ -582,12 +610,15 @@ std::optional<Failure> CandidateEvaluation::Sync() {
   CUresult r = cuStreamSynchronize(gpu_.stream());
   if (r == CUDA_SUCCESS) return std::nullopt;
   if (!gpu_.ContextHealthy()) context_lost_ = true;
-  return ClassifyFault(r);
+  Failure f = ClassifyFault(r);
+  ReplyIfContextLost(f);
+  return f;
 }
 
 std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_name,
                                                         const std::vector<at::Tensor>& inputs,
                                                         int runs) {
+  current_set_ = set_name;
   auto tag = [&](Failure f) {
     f.diagnostics.set_input_set(set_name);
     return f;
@@ -663,12 +694,15 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
         }
       }
     }
+    // Inputs: compared bit for bit with the pristine copy after every run (on the GPU, so
+    // large targets stay fast) and their bytes' sha256 re-checked after the last run.
     for (size_t i = 0; i < in_bufs.size(); ++i) {
-      if (HashBytes(in_bufs[i].Payload()) != in_hashes[i]) {
-        int64_t where = FindBitDifference(in_views[i], inputs[i]);
+      int64_t where = FindBitDifference(in_views[i], inputs[i]);
+      bool rehash = run == runs - 1;
+      if (where >= 0 || (rehash && HashBytes(in_bufs[i].Payload()) != in_hashes[i])) {
         Failure f = Fail(v1::INPUT_MUTATED,
-                         absl::StrFormat("the kernel changed input %d (sha256 of its bytes "
-                                         "differs after the launch; first changed element %d)%s",
+                         absl::StrFormat("the kernel changed input %d (its bytes differ from "
+                                         "before the launch; first changed element %d)%s",
                                          i, where, run_label));
         f.diagnostics.set_first_bad_index(where);
         return tag(f);
@@ -738,6 +772,7 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
 
 std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& inputs,
                                                  v1::EvaluationResult* out) {
+  current_set_ = "timing";
   absl::StatusOr<std::vector<at::Tensor>> eager =
       runner_->Run(inputs, ReferenceRunner::Precision::kNative);
   if (!eager.ok()) return Fail(v1::NOT_EVALUATED, std::string(eager.status().message()));
@@ -923,8 +958,10 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
       }
       if (!gpu_.ContextHealthy()) {
         context_lost_ = true;
-        return Fail(v1::CRASH, absl::StrCat("the GPU faulted while timing CUDA-graph replays: ",
-                                            e.what_without_backtrace()));
+        Failure f = Fail(v1::CRASH, absl::StrCat("the GPU faulted while timing CUDA-graph "
+                                                 "replays: ", e.what_without_backtrace()));
+        ReplyIfContextLost(f);
+        return f;
       }
       mode = "events";
     }
@@ -944,12 +981,7 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
 }
 
 v1::EvaluationResult CandidateEvaluation::Run() {
-  v1::EvaluationResult result;
-  result.set_gpu_name(gpu_.info_.name());
-  for (const v1::KernelResources& k : job_.compiled().kernels()) {
-    *result.mutable_resources() = k;  // the first entry point's report
-    break;
-  }
+  v1::EvaluationResult result = BaseResult();
   auto failed = [&](Failure f) {
     result.set_verdict(f.verdict);
     *result.mutable_diagnostics() = std::move(f.diagnostics);
@@ -962,15 +994,8 @@ v1::EvaluationResult CandidateEvaluation::Run() {
   if (auto f = ValidateSet("captured", captured_, 3)) return failed(*f);
   std::random_device entropy;
   const uint64_t seed_base = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
-  std::vector<at::Tensor> cpu_captured;
-  for (const at::Tensor& t : captured_) cpu_captured.push_back(t.cpu());
-  auto to_gpu = [](const std::vector<at::Tensor>& cpu) {
-    std::vector<at::Tensor> gpu;
-    for (const at::Tensor& t : cpu) gpu.push_back(t.to(at::kCUDA));
-    return gpu;
-  };
   for (int k = 1; k <= random_sets_; ++k) {
-    std::vector<at::Tensor> random = to_gpu(DrawRandomInputs(cpu_captured, seed_base + k));
+    std::vector<at::Tensor> random = DrawRandomInputs(captured_, seed_base + k);
     if (auto f = ValidateSet(absl::StrCat("random:", k), random, 2)) {
       absl::StrAppendFormat(f->diagnostics.mutable_message(), " [random seed %d]",
                             seed_base + k);
@@ -978,10 +1003,10 @@ v1::EvaluationResult CandidateEvaluation::Run() {
     }
   }
   if (target_.shape_generic()) {
-    std::optional<std::vector<std::vector<int64_t>>> sizes = HeldOutSizes(cpu_captured);
+    std::optional<std::vector<std::vector<int64_t>>> sizes = HeldOutSizes(captured_);
     if (sizes) {
       std::vector<at::Tensor> held_out =
-          to_gpu(DrawRandomInputs(cpu_captured, seed_base + 1000, *sizes));
+          DrawRandomInputs(captured_, seed_base + 1000, *sizes);
       if (auto f = ValidateSet("heldout", held_out, 2)) {
         absl::StrAppendFormat(f->diagnostics.mutable_message(),
                               " [held-out leading dimension %d]", (*sizes)[0][0]);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -42,13 +43,13 @@ std::vector<int64_t> DenseStridesLike(const at::Tensor& like, at::IntArrayRef si
 at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same_shape,
                     at::Generator& gen) {
   const at::ScalarType dtype = captured.scalar_type();
-  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const auto f64 = at::TensorOptions().dtype(at::kDouble).device(captured.device());
   at::Tensor values;
   if (captured.numel() == 0) {
     values = at::empty(sizes, f64);
   } else if (at::isFloatingType(dtype)) {
     at::Tensor finite_mask = at::isfinite(captured);
-    at::Tensor finite = at::masked_select(captured, finite_mask).to(at::kDouble).cpu();
+    at::Tensor finite = at::masked_select(captured, finite_mask).to(at::kDouble);
     if (finite.numel() == 0) {
       values = at::full(sizes, 0.0, f64);
     } else {
@@ -63,7 +64,7 @@ at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same
       }
       values = at::randn(sizes, gen, f64).mul_(std).add_(mean).clamp_(lo, hi);
       if (same_shape && !finite_mask.all().item<bool>()) {
-        values = at::where(finite_mask.cpu(), values, captured.cpu().to(at::kDouble));
+        values = at::where(finite_mask, values, captured.to(at::kDouble));
       }
     }
   } else if (dtype == at::kBool) {
@@ -74,13 +75,12 @@ at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same
     at::Tensor as_long = captured.to(at::kLong);
     int64_t lo = as_long.min().item<int64_t>();
     int64_t hi = as_long.max().item<int64_t>();
-    values = at::randint(lo, hi + 1, sizes, gen, at::TensorOptions().dtype(at::kLong));
+    values = at::randint(lo, hi + 1, sizes, gen, f64.dtype(at::kLong));
   }
-  at::Tensor out = same_shape
-                       ? at::empty_strided(sizes, captured.strides(),
-                                           at::TensorOptions().dtype(dtype))
-                       : at::empty_strided(sizes, DenseStridesLike(captured, sizes),
-                                           at::TensorOptions().dtype(dtype));
+  const auto options = at::TensorOptions().dtype(dtype).device(captured.device());
+  at::Tensor out = same_shape ? at::empty_strided(sizes, captured.strides(), options)
+                              : at::empty_strided(sizes, DenseStridesLike(captured, sizes),
+                                                  options);
   out.copy_(values);
   return out;
 }
@@ -89,7 +89,18 @@ at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same
 
 std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured, uint64_t seed,
                                          const std::vector<std::vector<int64_t>>& sizes) {
-  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  // A private generator on the inputs' device: drawing on the GPU keeps large targets fast.
+  c10::Device device(at::kCPU);
+  for (const at::Tensor& c : captured) {
+    if (c.defined()) {
+      device = c.device();
+      break;
+    }
+  }
+  at::Generator gen = device.is_cpu()
+                          ? at::make_generator<at::CPUGeneratorImpl>(seed)
+                          : at::globalContext().defaultGenerator(device).clone();
+  gen.set_current_seed(seed);
   std::vector<at::Tensor> out;
   out.reserve(captured.size());
   for (size_t i = 0; i < captured.size(); ++i) {

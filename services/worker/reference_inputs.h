@@ -10,8 +10,8 @@
 
 namespace kforge {
 
-// One input set like `captured` (CPU tensors, same dtypes and stride layout), drawn from a
-// generator seeded with `seed`:
+// One input set like `captured` (same device, dtypes and stride layout), drawn from a
+// generator of that device seeded with `seed`:
 //   floating: normal with the captured finite values' mean and std, clipped to their
 //     [min, max]; a constant input (std 0) is spread to N(mean, max(|mean|, 1)) so a kernel
 //     that ignores it is caught; non-finite values (-inf masks) stay where they were when

@@ -74,6 +74,7 @@ EvalRow BenchEvaluations(EvaluationPipeline& pipeline, const std::string& name,
   request.mutable_candidate()->set_source(source);
   request.mutable_candidate()->set_launch_plan_json(plan);
   *request.mutable_policy() = DefaultValidationPolicy();
+  request.mutable_policy()->set_time_limit_s(600);
   request.set_timing(true);
   EvalRow row;
   row.name = name;
@@ -153,19 +154,6 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(gpus.status().message()).c_str());
     return 3;
   }
-  // No store: every evaluation really runs.
-  EvaluationPipeline pipeline(compiler->get(), evaluator->get(), nullptr);
-  at::manual_seed(0);
-  std::vector<EvalRow> rows;
-  rows.push_back(BenchEvaluations(pipeline, "softmax 4096x1024 fp32 (~10 us)",
-                                  testing::SoftmaxTarget(4096, 1024),
-                                  Serialize(at::randn({4096, 1024}) * 3), source, plan,
-                                  evaluations));
-  rows.push_back(BenchEvaluations(pipeline, "softmax 131072x2048 fp32 (~1 ms)",
-                                  testing::SoftmaxTarget(131072, 2048),
-                                  Serialize(at::randn({131072, 2048}) * 3), source, plan,
-                                  evaluations));
-
   const v1::GpuInfo& gpu = (*gpus)[0];
   std::printf("kforge worker benchmark on %s (%s, %d SMs, copy bandwidth %.0f GB/s)\n\n",
               gpu.name().c_str(), gpu.arch().c_str(), gpu.sm_count(),
@@ -177,11 +165,23 @@ int Main(int argc, char** argv) {
               Percentile(cached, 0.95) * 1e3);
   std::printf("%-34s %9s %12s %12s %8s %8s %11s\n", "evaluation (validate + time)", "evals/min",
               "candidate", "eager", "cv", "eager cv", "mode");
-  for (const EvalRow& r : rows) {
+  std::fflush(stdout);
+  auto print_row = [](const EvalRow& r) {
     std::printf("%-34s %9.1f %9.2f us %9.2f us %8.4f %8.4f %11s\n", r.name.c_str(),
                 r.per_minute, r.candidate_s * 1e6, r.eager_s * 1e6, r.cv, r.eager_cv,
                 r.mode.c_str());
-  }
+    std::fflush(stdout);
+  };
+  // No store: every evaluation really runs.
+  EvaluationPipeline pipeline(compiler->get(), evaluator->get(), nullptr);
+  at::manual_seed(0);
+  print_row(BenchEvaluations(pipeline, "softmax 4096x1024 fp32 (~10 us)",
+                             testing::SoftmaxTarget(4096, 1024),
+                             Serialize(at::randn({4096, 1024}) * 3), source, plan, evaluations));
+  print_row(BenchEvaluations(pipeline, "softmax 131072x2048 fp32 (~1 ms)",
+                             testing::SoftmaxTarget(131072, 2048),
+                             Serialize(at::randn({131072, 2048}) * 3), source, plan,
+                             evaluations));
   std::error_code ec;
   std::filesystem::remove_all(cache_dir, ec);
   return 0;

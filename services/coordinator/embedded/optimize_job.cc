@@ -154,6 +154,19 @@ TargetReport ReportFromSearch(const SearchTree& tree, const TargetSearchResult& 
   return r;
 }
 
+// A target captured on the CPU, as the CUDA kernels written for it see it: the same
+// signature on a CUDA device (the evaluator puts the captured inputs on its GPU).
+v1::Target ForCudaKernels(v1::Target target) {
+  for (auto* signatures : {target.mutable_inputs(), target.mutable_outputs()}) {
+    for (v1::TensorSignature& signature : *signatures) {
+      if (signature.device().empty() || signature.device() == "cpu") {
+        signature.set_device("cuda:0");
+      }
+    }
+  }
+  return target;
+}
+
 // The capture, or the resumed run's profile, and the targets to search.
 struct Plan {
   v1::OperatorProfile profile;
@@ -173,10 +186,17 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
   Say(display, absl::StrCat("capturing ", o.model_path, " on ", capture.device, " ..."));
   const double start = Now();
   absl::StatusOr<CaptureResult> captured = Capturer::Run(capture, &store, [](const v1::Target& t) {
-    return synth::FamilyRegistry::Default().FamilyFor(t);
+    return synth::FamilyRegistry::Default().FamilyFor(ForCudaKernels(t));
   });
   if (!captured.ok()) return captured.status();
   plan.profile = captured->profile;
+  if (plan.profile.device() == "cpu") {
+    for (v1::Target& t : *plan.profile.mutable_targets()) t = ForCudaKernels(std::move(t));
+    plan.profile.add_notes(
+        "captured on the CPU: the targets' tensors are described as CUDA tensors of the same "
+        "sizes, strides and dtypes, which is what their kernels will run on; capture/ keeps the "
+        "capture as recorded");
+  }
   KF_RETURN_IF_ERROR(dir.WriteProfile(plan.profile));
   KF_RETURN_IF_ERROR(WriteCaptureDir(dir.capture_dir().string(), *captured));
   Say(display, absl::StrFormat("captured %d targets in %.1f s: forward %.3f ms on %s, %d ops",

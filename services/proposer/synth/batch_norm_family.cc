@@ -176,7 +176,7 @@ class BatchNormGenerator : public KernelGenerator {
     launch.blocks = grid;
     launch.threads = threads;
     launch.registers = regs;
-    launch.dram_bytes = MinBytes();
+    launch.dram_bytes = MinBytes() * AccessWidthPenalty(vec * ElementSize(p_.in_dtype));
     launch.bytes_in_flight_per_thread = active * vec * ilp * ElementSize(p_.in_dtype);
     // Flat mode divides per vector and re-reads the channel's four parameters.
     launch.ops = n * (plane ? 3 : 3 + 40.0 / vec) / active;

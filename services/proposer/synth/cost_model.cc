@@ -84,6 +84,12 @@ double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost) {
   return std::max(memory_s, compute_s) + latency_s + gpu.launch_overhead_s;
 }
 
+double AccessWidthPenalty(int bytes_per_access) {
+  if (bytes_per_access >= 8) return 1.0;
+  if (bytes_per_access >= 4) return 1.15;
+  return 1.6;
+}
+
 double EstimateSeconds(const GpuModel& gpu, const std::vector<LaunchCost>& launches) {
   double total = 0;
   for (const LaunchCost& launch : launches) total += EstimateLaunchSeconds(gpu, launch);

@@ -45,6 +45,10 @@ struct LaunchCost {
   double block_latency_cycles = 0;  // serial latency of one block's work (syncs, reductions)
 };
 
+// Narrow accesses reach less of the bandwidth than 8- and 16-byte ones (more requests per
+// byte through the load/store units): a factor >= 1 on the bytes of a launch.
+double AccessWidthPenalty(int bytes_per_access);
+
 // Resident blocks per SM; 0 when the launch cannot run at all.
 int BlocksPerSm(const GpuModel& gpu, int threads, int64_t shared_bytes, int registers);
 double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost);

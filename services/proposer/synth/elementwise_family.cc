@@ -3,6 +3,7 @@
 // inputs of one shape take the vectorized path; anything else the per-element index path.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -23,11 +24,19 @@ struct ElementwiseProblem {
   double alpha = 1.0;
   bool broadcast = false;  // some input is not of the output's shape
   int64_t numel = 0;
+  std::vector<int64_t> out_sizes;     // captured, for the checks and the prior only
+  std::vector<int64_t> in_sizes[2];
+  double in_numel[2] = {0, 0};
   std::string name;
 };
 
 constexpr char kEngine[] = R"(
-// Whether `t` is dense with exactly the output's sizes, so element e sits at offset e.
+// How an input is read along a vector of V consecutive output elements.
+#define KF_FLAT 0   // dense, the output's shape: offset = element index
+#define KF_RUN 1    // broadcast, last dim dense and full: V consecutive elements
+#define KF_CONST 2  // broadcast, last dim of size 1: one element for the whole vector
+#define KF_SCALAR_ONLY 3  // anything else: element by element
+
 __device__ __forceinline__ bool kf_flat(const KfTensor& t, const KfTensor& out) {
   if (t.ndim != out.ndim) return false;
   kf_i64 expected = 1;
@@ -39,57 +48,83 @@ __device__ __forceinline__ bool kf_flat(const KfTensor& t, const KfTensor& out) 
   return true;
 }
 
+__device__ __forceinline__ int kf_mode(const KfTensor& t, const KfTensor& out, int v) {
+  if (kf_flat(t, out)) return KF_FLAT;
+  const kf_i64 out_last = out.ndim > 0 ? out.sizes[out.ndim - 1] : 1;
+  if (out_last % v != 0) return KF_SCALAR_ONLY;
+  const kf_i64 t_last = t.ndim > 0 ? t.sizes[t.ndim - 1] : 1;
+  if (t_last == 1) return KF_CONST;
+  if (t_last != out_last || t.strides[t.ndim - 1] != 1) return KF_SCALAR_ONLY;
+  for (int d = 0; d < t.ndim - 1; ++d) {
+    if (t.sizes[d] != 1 && t.strides[d] % v != 0) return KF_SCALAR_ONLY;  // keeps alignment
+  }
+  return KF_RUN;
+}
+
 // Offset in `t` of output element `e` under broadcasting (dims aligned from the right; a
-// size-1 dim of `t` repeats).
-__device__ __forceinline__ kf_i64 kf_offset(const KfTensor& t, const KfTensor& out, kf_i64 e) {
-  kf_i64 offset = 0;
+// size-1 dim of `t` repeats). I is int when every index fits in 31 bits: far cheaper division.
+template <typename I>
+__device__ __forceinline__ I kf_offset(const KfTensor& t, const KfTensor& out, I e) {
+  I offset = 0;
   const int shift = out.ndim - t.ndim;
-  for (int d = out.ndim - 1; d >= 0; --d) {
-    const kf_i64 size = out.sizes[d];
-    const kf_i64 coord = size > 0 ? e % size : 0;
-    e = size > 0 ? e / size : 0;
+  for (int d = out.ndim - 1; d >= 0 && e > 0; --d) {
+    const I size = (I)out.sizes[d];
+    const I coord = e % size;
+    e /= size;
     const int td = d - shift;
-    if (td >= 0 && t.sizes[td] != 1) offset += coord * t.strides[td];
+    if (td >= 0 && t.sizes[td] != 1) offset += coord * (I)t.strides[td];
   }
   return offset;
 }
 
+template <int V, typename I, typename T>
+__device__ __forceinline__ void kf_read(const T* x, int mode, const KfTensor& t,
+                                        const KfTensor& out, I e, float (&v)[V]) {
+  if (mode == KF_FLAT) {
+    if (V > 1) {
+      kf_load<V>(x + e, v);
+    } else {
+      v[0] = kf_to_float(x[e]);
+    }
+  } else if (V > 1 && mode == KF_CONST) {
+    const float c = kf_to_float(x[kf_offset<I>(t, out, e)]);
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = c;
+  } else if (V > 1) {
+    kf_load<V>(x + kf_offset<I>(t, out, e), v);
+  } else {
+    v[0] = kf_to_float(x[kf_offset<I>(t, out, e)]);
+  }
+}
+
 // Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
-template <int V>
-__device__ __forceinline__ void kf_run(const KfArgs& args, bool flat0, bool flat1) {
+template <int V, typename I>
+__device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
   const KfTensor& out = args.outputs[0];
-  const kf_i64 n = out.numel;
-  const kf_i64 nv = n / V;
+  const I n = (I)out.numel;
+  const I nv = n / V;
   const T0* x0 = reinterpret_cast<const T0*>(args.inputs[0].data);
 #if KF_NIN == 2
   const T1* x1 = reinterpret_cast<const T1*>(args.inputs[1].data);
 #endif
   TO* y = reinterpret_cast<TO*>(out.data);
-  const kf_i64 step = (kf_i64)gridDim.x * KF_THREADS * KF_ILP;
-  for (kf_i64 base = (kf_i64)blockIdx.x * KF_THREADS * KF_ILP + threadIdx.x; base < nv;
-       base += step) {
+  const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
+  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float a[KF_ILP][V];
     float b[KF_ILP][V] = {};
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
-      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        if (V > 1) {
-          kf_load<V>(x0 + k * V, a[j]);
+        kf_read<V, I>(x0, mode0, args.inputs[0], out, k * V, a[j]);
 #if KF_NIN == 2
-          kf_load<V>(x1 + k * V, b[j]);
+        kf_read<V, I>(x1, mode1, args.inputs[1], out, k * V, b[j]);
 #endif
-        } else {
-          a[j][0] = kf_to_float(x0[flat0 ? k : kf_offset(args.inputs[0], out, k)]);
-#if KF_NIN == 2
-          b[j][0] = kf_to_float(x1[flat1 ? k : kf_offset(args.inputs[1], out, k)]);
-#endif
-        }
       }
     }
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
-      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
         float o[V];
 #pragma unroll
@@ -98,38 +133,55 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, bool flat0, bool flat
       }
     }
   }
-  // The tail that does not fill a vector.
+  // The tail that does not fill a vector (only flat inputs have one).
   if (V > 1 && blockIdx.x == 0) {
-    for (kf_i64 e = nv * V + threadIdx.x; e < n; e += KF_THREADS) {
-      const float a = kf_to_float(x0[e]);
+    for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
+      float a[1], b[1] = {0.f};
+      kf_read<1, I>(x0, mode0, args.inputs[0], out, e, a);
 #if KF_NIN == 2
-      const float b = kf_to_float(x1[e]);
-#else
-      const float b = 0.f;
+      kf_read<1, I>(x1, mode1, args.inputs[1], out, e, b);
 #endif
-      y[e] = kf_from_float<TO>(kf_op(a, b));
+      y[e] = kf_from_float<TO>(kf_op(a[0], b[0]));
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
+template <typename I>
+__device__ __forceinline__ void kf_dispatch(const KfArgs& args) {
   const KfTensor& out = args.outputs[0];
-  const bool flat0 = kf_flat(args.inputs[0], out);
+  const int mode0 = kf_mode(args.inputs[0], out, KF_VEC);
 #if KF_NIN == 2
-  const bool flat1 = kf_flat(args.inputs[1], out);
+  const int mode1 = kf_mode(args.inputs[1], out, KF_VEC);
 #else
-  const bool flat1 = true;
+  const int mode1 = KF_FLAT;
 #endif
-  bool vec_ok = KF_VEC > 1 && flat0 && flat1 &&
+  bool vec_ok = KF_VEC > 1 && mode0 != KF_SCALAR_ONLY && mode1 != KF_SCALAR_ONLY &&
                 kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
                 kf_aligned(out.data, KF_VEC * (int)sizeof(TO));
 #if KF_NIN == 2
   vec_ok = vec_ok && kf_aligned(args.inputs[1].data, KF_VEC * (int)sizeof(T1));
 #endif
   if (vec_ok) {
-    kf_run<KF_VEC>(args, flat0, flat1);
+    kf_run<KF_VEC, I>(args, mode0, mode1);
   } else {
-    kf_run<1>(args, flat0, flat1);
+    // Element by element, a scalar mode per input.
+    kf_run<1, I>(args, kf_flat(args.inputs[0], out) ? KF_FLAT : KF_SCALAR_ONLY,
+#if KF_NIN == 2
+                 kf_flat(args.inputs[1], out) ? KF_FLAT : KF_SCALAR_ONLY
+#else
+                 KF_FLAT
+#endif
+    );
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
+  bool small = args.outputs[0].numel < 0x7fffffffll;
+  for (int i = 0; i < KF_NIN; ++i) small = small && args.inputs[i].numel < 0x7fffffffll;
+  if (small) {
+    kf_dispatch<int>(args);
+  } else {
+    kf_dispatch<kf_i64>(args);
   }
 }
 )";
@@ -190,17 +242,33 @@ class ElementwiseGenerator : public KernelGenerator {
 
   std::string Check(const Config& c) const override {
     if (c.GetInt("vec") * MaxElementSize() > 16) return "loads wider than 16 bytes";
-    if (p_.broadcast && c.GetInt("vec") > 1) {
-      return "broadcast inputs take the per-element path; vec > 1 would never run";
+    if (c.GetInt("vec") > 1 && !VectorPathRuns(c.GetInt("vec"))) {
+      return absl::StrCat("vec ", c.GetInt("vec"), " would never run: the broadcast inputs "
+                          "of this shape are read element by element");
     }
     return "";
+  }
+
+  // Mirrors kf_mode: every input flat, or broadcast along whole last-dim runs or constants.
+  bool VectorPathRuns(int vec) const {
+    if (!p_.broadcast) return true;
+    const int64_t out_last = p_.out_sizes.empty() ? 1 : p_.out_sizes.back();
+    if (out_last % vec != 0) return false;
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      const auto& sizes = p_.in_sizes[i];
+      if (sizes == p_.out_sizes) continue;
+      const int64_t last = sizes.empty() ? 1 : sizes.back();
+      if (last == 1) continue;
+      if (last != out_last) return false;
+    }
+    return true;
   }
 
   int64_t SharedBytes(const Config&) const override { return 0; }
 
   double MinBytes() const override {
     double bytes = double(p_.numel) * ElementSize(p_.out_dtype);
-    for (int i = 0; i < p_.num_inputs; ++i) bytes += double(p_.numel) * ElementSize(p_.in_dtype[i]);
+    for (int i = 0; i < p_.num_inputs; ++i) bytes += p_.in_numel[i] * ElementSize(p_.in_dtype[i]);
     return bytes;
   }
 
@@ -214,7 +282,10 @@ class ElementwiseGenerator : public KernelGenerator {
     const double grid = c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
     double in_flight = 0;
     for (int i = 0; i < p_.num_inputs; ++i) in_flight += vec * ilp * ElementSize(p_.in_dtype[i]);
-    double ops_per_elem = 4 + (vec == 1 ? 3 : 0) + (p_.broadcast ? 30 : 0);
+    // Scalar code pays index math per element; broadcast offsets cost a division per dim,
+    // once per vector.
+    double ops_per_elem = 4 + (vec == 1 ? 12 : vec == 2 ? 4 : 1) +
+                          (p_.broadcast ? 8.0 * p_.out_sizes.size() / vec : 0);
     const bool fast = c.GetInt("fast_math") == 1;
     if (HasTranscendental(p_.op)) ops_per_elem += fast ? 6 : 22;
     if (p_.op == UnaryOp::kGeluErf) ops_per_elem += 12;
@@ -222,7 +293,7 @@ class ElementwiseGenerator : public KernelGenerator {
     launch.blocks = grid;
     launch.threads = threads;
     launch.registers = regs;
-    launch.dram_bytes = MinBytes();
+    launch.dram_bytes = MinBytes() * AccessWidthPenalty(vec * MaxElementSize());
     launch.bytes_in_flight_per_thread = in_flight;
     launch.ops = n * ops_per_elem;
     launch.block_latency_cycles = std::ceil(blocks / grid) * 700;
@@ -323,6 +394,7 @@ class ElementwiseFamily : public Family {
     KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
     p.out_dtype = out.dtype();
     p.numel = Numel(out);
+    p.out_sizes.assign(out.sizes().begin(), out.sizes().end());
     const char* names[2] = {"self", "other"};
     for (int i = 0; i < p.num_inputs; ++i) {
       std::optional<int> index = args.InputIndex(names[i], i);
@@ -349,6 +421,8 @@ class ElementwiseFamily : public Family {
       }
       if (in.sizes_size() != out.sizes_size() || Numel(in) != p.numel) p.broadcast = true;
       p.in_dtype[i] = in.dtype();
+      p.in_sizes[i].assign(in.sizes().begin(), in.sizes().end());
+      p.in_numel[i] = static_cast<double>(Numel(in));
     }
     return std::unique_ptr<KernelGenerator>(std::make_unique<ElementwiseGenerator>(p, gpu));
   }

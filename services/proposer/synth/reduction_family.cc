@@ -143,7 +143,10 @@ extern "C" __global__ void __launch_bounds__(256) kf_columns_finish(KfArgs args)
 }
 )";
 
-int StatBytes(RowOp op) { return op == RowOp::kArgmax ? 16 : 4; }
+int StatBytes(RowOp op) {
+  if (op == RowOp::kArgmax) return 16;
+  return op == RowOp::kSum || op == RowOp::kMean ? 8 : 4;
+}
 
 class ColumnReduceGenerator : public KernelGenerator {
  public:
@@ -217,7 +220,8 @@ class ColumnReduceGenerator : public KernelGenerator {
         active * vec * in_size * std::min<double>(unroll, per_thread) * sector_efficiency;
     const double in_bytes = outer * reduced * inner * in_size;
     const double out_bytes = outer * inner * ElementSize(p_.out_dtype);
-    main.dram_bytes = in_bytes / sector_efficiency + (split > 1 ? split * outer * inner * 16 : out_bytes);
+    main.dram_bytes = in_bytes / sector_efficiency * AccessWidthPenalty(vec * in_size) +
+                      (split > 1 ? split * outer * inner * 16 : out_bytes);
     main.ops = outer * reduced * inner * (p_.op == RowOp::kArgmax ? 8 : 3) / active;
     main.block_latency_cycles =
         iterations * (800 + 40 * std::ceil(per_thread / unroll) + (ty > 1 ? vec * (80 + 8 * ty) : 0));

@@ -330,16 +330,24 @@ __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfS
     case RowOp::kSum:
     case RowOp::kMean:
       return absl::StrCat(R"(
-// Sum in fp32, whatever the element type (as aten's accumulate type).
-struct KfStat { float s; };
-__device__ __forceinline__ KfStat kf_reduce_identity() { return {0.f}; }
-__device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) { st.s += x; }
+// Kahan-compensated fp32 sum (c holds the lost low-order part): long per-thread runs stay
+// as accurate as eager's tree.
+struct KfStat { float s; float c; };
+__device__ __forceinline__ KfStat kf_reduce_identity() { return {0.f, 0.f}; }
+__device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) {
+  const float y = x - st.c;
+  const float t = st.s + y;
+  st.c = (t - st.s) - y;
+  st.s = t;
+}
 __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat& b) {
-  return {a.s + b.s};
+  const float y = (b.s - b.c) - a.c;
+  const float t = a.s + y;
+  return {t, (t - a.s) - y};
 }
 )",
                           kStore,
-                          op == RowOp::kMean ? "s.s / (float)count" : "s.s", R"();
+                          op == RowOp::kMean ? "(s.s - s.c) / (float)count" : "s.s - s.c", R"();
 }
 )");
     case RowOp::kAmax:
@@ -605,6 +613,7 @@ int StatBytes(RowOp op, bool two_pass) {
     case RowOp::kSoftmax: case RowOp::kLogSoftmax: return 8;
     case RowOp::kLayerNorm: case RowOp::kGroupNorm: return two_pass ? 4 : 12;
     case RowOp::kArgmax: return 16;
+    case RowOp::kSum: case RowOp::kMean: return 8;
     default: return 4;
   }
 }
@@ -784,7 +793,10 @@ class RowKernelGenerator : public KernelGenerator {
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 5 : 22) * (p_.op == RowOp::kSoftmax ? 2 : 1.2);
     if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kGroupNorm) per_elem_ops += two_pass ? 6 : 10;
     if (p_.op == RowOp::kArgmax) per_elem_ops += 6;
-    if (vec == 1) per_elem_ops += 2;  // address math per element
+    // Scalar code pays address math and a load instruction per element; affine parameters
+    // are one more load each.
+    per_elem_ops += vec == 1 ? 10 : vec == 2 ? 4 : 1;
+    if (!per_row_) per_elem_ops += (p_.weight_input >= 0 ? 3 : 0) + (p_.bias_input >= 0 ? 3 : 0);
 
     const int shuffle_steps = Log2(std::min(rt, 32));
     double reduce_cycles = 40.0 * shuffle_steps + (rt > 32 ? 120 + 4.0 * (rt / 32) : 0);
@@ -819,6 +831,8 @@ class RowKernelGenerator : public KernelGenerator {
       main.l2_bytes = rereads * in_bytes * (1 - reread_in_dram);
     }
     launches.push_back(main);
+    const double width = AccessWidthPenalty(vec * in_size);
+    for (LaunchCost& launch : launches) launch.dram_bytes *= width;
     double seconds = synth::EstimateSeconds(gpu_, launches);
     if (cluster) seconds *= 1.03;  // cluster scheduling granularity
     return seconds;
