@@ -242,7 +242,7 @@ void RunServe(const ServeArgs& args) {
 void RegisterProposerCommands(CLI::App& app) {
   auto propose = std::make_shared<ProposeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "propose", "Print the synthesizer's proposals (source params, prior, launch plan) for a "
+      "propose", "Print the synthesizer's proposals (family, params, prior, launch plan) for a "
                  "captured target");
   cmd->add_option("--target", propose->target,
                   "a capture's targets/<id>/ directory, its target.json, or a target id")
