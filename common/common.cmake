@@ -2,6 +2,7 @@
 # metrics and the gRPC server/channel helpers every service uses.
 add_library(kforge_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/blob_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cli.cc
   ${CMAKE_CURRENT_LIST_DIR}/config.cc
   ${CMAKE_CURRENT_LIST_DIR}/digest.cc
   ${CMAKE_CURRENT_LIST_DIR}/grpc_server.cc
@@ -9,6 +10,7 @@ add_library(kforge_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/logging.cc
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cc
   ${CMAKE_CURRENT_LIST_DIR}/redis_store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/serve_flags.cc
   ${CMAKE_CURRENT_LIST_DIR}/status.cc
   ${CMAKE_CURRENT_LIST_DIR}/store.cc)
 target_link_libraries(kforge_common PUBLIC
@@ -16,7 +18,8 @@ target_link_libraries(kforge_common PUBLIC
   absl::status absl::statusor absl::strings absl::str_format absl::time absl::synchronization
   OpenSSL::Crypto
   PkgConfig::HIREDIS
-  prometheus-cpp::core prometheus-cpp::pull
+  prometheus-cpp::core PkgConfig::HTTPLIB
   spdlog::spdlog
+  CLI11::CLI11
   nlohmann_json::nlohmann_json
   gRPC::grpc++ gRPC::grpc++_reflection)

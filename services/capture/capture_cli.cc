@@ -9,9 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/serve_flags.h"
 #include "common/store.h"
+#include "services/capture/capture_service.h"
 #include "services/capture/capture_report.h"
-#include "tools/kforge/commands.h"
+#include "common/cli.h"
 
 namespace kforge {
 namespace {
@@ -115,6 +117,28 @@ void RegisterCaptureCommands(CLI::App& app, FamilyLookup family) {
       ->capture_default_str();
   cmd->add_option("--rows", flags->rows, "op table rows printed (0: all)")->capture_default_str();
   cmd->callback([flags, family] { RunCapture(*flags, family); });
+
+  auto serve = std::make_shared<ServeFlags>();
+  CLI::App* server = cli::ServeCommand(app)->add_subcommand(
+      "capture", "Serve CaptureService: models and inputs come as store digests");
+  AddServeFlags(server, serve.get(), "0.0.0.0:50051",
+                "where models, inputs and captured tensors live: dir:PATH or "
+                "redis://HOST:PORT[/DB] (default dir:~/.cache/kforge/store)");
+  server->callback([serve, family] {
+    absl::StatusOr<ServerOptions> options = ToServerOptions(*serve);
+    std::string url = serve->store_url.empty() ? DefaultStoreUrl("") : serve->store_url;
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        options.ok() ? OpenStore(url) : absl::StatusOr<std::unique_ptr<Store>>(options.status());
+    absl::Status status = store.status();
+    if (status.ok()) {
+      options->metrics_address = serve->metrics;
+      status = RunCaptureServer(*options, store->get(), family);
+    }
+    if (!status.ok()) {
+      std::fprintf(stderr, "kforge serve capture: %s\n", std::string(status.message()).c_str());
+      cli::SetExitCode(2);
+    }
+  });
 }
 
 }  // namespace kforge

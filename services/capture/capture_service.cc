@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/blob_store.h"
 #include "common/grpc_status.h"
+#include "common/serve_flags.h"
 #include "spdlog/spdlog.h"
 
 namespace kforge {
@@ -81,7 +82,7 @@ absl::Status RunCaptureServer(const ServerOptions& options, Store* store, Family
   if (!server.ok()) return server.status();
   service.RegisterMetrics(*(*server)->registry());
   spdlog::info("capture service on port {} (store {})", (*server)->port(), store->Describe());
-  (*server)->Wait();
+  ServeUntilSignal(**server);
   return absl::OkStatus();
 }
 

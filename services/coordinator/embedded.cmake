@@ -4,7 +4,7 @@
 # kforge_embedded: the optimize job wiring capture, proposer, search and runner in one
 #   process. It links the capture library (LibTorch stays private to kforge_capture_core);
 #   its own sources include no LibTorch header.
-# kforge_optimize_cli: `kforge optimize`; needs kforge::cli::SetExitCode from the kforge binary.
+# kforge_optimize_cli: `kforge optimize`.
 add_library(kforge_embedded_runner STATIC
   ${CMAKE_CURRENT_LIST_DIR}/embedded/embedded_runner.cc
   ${CMAKE_CURRENT_LIST_DIR}/embedded/gpu_lane.cc

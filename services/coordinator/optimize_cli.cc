@@ -18,7 +18,7 @@
 #include "absl/time/time.h"
 #include "common/config.h"
 #include "services/coordinator/embedded/optimize_job.h"
-#include "tools/kforge/commands.h"
+#include "common/cli.h"
 
 namespace kforge {
 namespace {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/grpc_server.h"
+#include "common/serve_flags.h"
 #include "common/metrics.h"
 #include "common/store.h"
 #include "google/protobuf/util/json_util.h"
@@ -26,7 +27,7 @@
 #include "services/proposer/proposal_service.h"
 #include "services/proposer/synth/synthesizer.h"
 #include "spdlog/spdlog.h"
-#include "tools/kforge/commands.h"
+#include "common/cli.h"
 
 namespace kforge {
 namespace {
@@ -163,15 +164,10 @@ int RunPropose(const ProposeArgs& args, std::ostream& out, std::ostream& err) {
 namespace {
 
 struct ServeArgs {
-  std::string listen = "0.0.0.0:50053";
-  std::string metrics;
-  std::string tls_cert, tls_key, auth_token_env;
+  ServeFlags serve;
   std::vector<std::string> llm_backends;
   std::string llm_base_url, llm_model, llm_api_key_env, llm_api_key_file;
-  std::string store_url;
 };
-
-std::atomic<GrpcServer*> serving{nullptr};
 
 void Fail(const std::string& message, int code) {
   std::fprintf(stderr, "kforge serve proposer: %s\n", message.c_str());
@@ -180,8 +176,8 @@ void Fail(const std::string& message, int code) {
 
 void RunServe(const ServeArgs& args) {
   std::unique_ptr<Store> store;
-  if (!args.store_url.empty()) {
-    absl::StatusOr<std::unique_ptr<Store>> opened = OpenStore(args.store_url);
+  if (!args.serve.store_url.empty()) {
+    absl::StatusOr<std::unique_ptr<Store>> opened = OpenStore(args.serve.store_url);
     if (!opened.ok()) return Fail(std::string(opened.status().message()), 2);
     store = *std::move(opened);
   }
@@ -201,40 +197,22 @@ void RunServe(const ServeArgs& args) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<MetricsServer> metrics;
-  if (!args.metrics.empty()) {
+  if (!args.serve.metrics.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> created =
-        MetricsServer::Create(args.metrics, registry);
+        MetricsServer::Create(args.serve.metrics, registry);
     if (!created.ok()) return Fail(std::string(created.status().message()), 3);
     metrics = *std::move(created);
   }
   ProposalServiceImpl service(std::move(proposers), registry.get());
 
-  ServerOptions options;
-  options.address = args.listen;
-  options.tls_cert_file = args.tls_cert;
-  options.tls_key_file = args.tls_key;
-  if (!args.auth_token_env.empty()) {
-    const char* token = std::getenv(args.auth_token_env.c_str());
-    if (token == nullptr || *token == '\0') {
-      return Fail(absl::StrCat("--auth-token-env: $", args.auth_token_env, " is not set"), 2);
-    }
-    options.auth_token = token;
-  }
-  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(options, {&service});
+  absl::StatusOr<ServerOptions> options = ToServerOptions(args.serve);
+  if (!options.ok()) return Fail(std::string(options.status().message()), 2);
+  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(*options, {&service});
   if (!server.ok()) return Fail(std::string(server.status().message()), 3);
   spdlog::info("proposer: serving ProposalService ({}) on port {}{}",
                absl::StrJoin(service.ProposerNames(), ", "), (*server)->port(),
                metrics ? absl::StrCat(", /metrics on port ", metrics->port()) : "");
-  serving = server->get();
-  auto on_signal = [](int) {
-    if (GrpcServer* s = serving.load()) {
-      std::thread([s] { s->Shutdown(); }).detach();
-    }
-  };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  (*server)->Wait();
-  serving = nullptr;
+  ServeUntilSignal(**server);
 }
 
 }  // namespace
@@ -254,18 +232,12 @@ void RegisterProposerCommands(CLI::App& app) {
   cmd->add_flag("--json", propose->json, "print the ProposeResponse as JSON");
   cmd->callback([propose] { cli::SetExitCode(RunPropose(*propose, std::cout, std::cerr)); });
 
-  CLI::App* serve = nullptr;
-  try {
-    serve = app.get_subcommand("serve");
-  } catch (const CLI::OptionNotFound&) {
-    serve = app.add_subcommand("serve", "Run one kforge service");
-    serve->require_subcommand(1);
-  }
+  CLI::App* serve = cli::ServeCommand(app);
   auto args = std::make_shared<ServeArgs>();
   CLI::App* server = serve->add_subcommand(
       "proposer", "Serve ProposalService: the synthesizer, plus LLM backends with --llm");
-  server->add_option("--listen", args->listen, "gRPC address HOST:PORT (port 0: any free port)");
-  server->add_option("--metrics", args->metrics, "serve Prometheus /metrics on HOST:PORT");
+  AddServeFlags(server, &args->serve, "0.0.0.0:50053",
+                "where LLM transcripts go: dir:PATH or redis://HOST:PORT[/DB]");
   server->add_option("--llm", args->llm_backends,
                      "also serve an LLM proposer: openai (any OpenAI-compatible server) or "
                      "anthropic; repeatable");
@@ -274,13 +246,6 @@ void RegisterProposerCommands(CLI::App& app) {
   server->add_option("--llm-api-key-env", args->llm_api_key_env,
                      "environment variable holding the API key");
   server->add_option("--llm-api-key-file", args->llm_api_key_file, "file holding the API key");
-  server->add_option("--store", args->store_url,
-                     "where LLM transcripts go: dir:PATH or redis://HOST:PORT[/DB]");
-  server->add_option("--tls-cert", args->tls_cert, "TLS certificate (PEM); with --tls-key");
-  server->add_option("--tls-key", args->tls_key, "TLS private key (PEM)");
-  server->add_option("--auth-token-env", args->auth_token_env,
-                     "require 'authorization: Bearer <token>' with the token from this "
-                     "environment variable");
   server->callback([args] { RunServe(*args); });
 }
 

@@ -1,6 +1,5 @@
 # kforge_proposer_service: the gRPC ProposalService over the synthesizer and the LLM backends,
-# and its client. kforge_proposer_cli: `kforge propose` and `kforge serve proposer`; needs
-# kforge::cli::SetExitCode from the kforge binary (tools/kforge/commands.cc).
+# and its client. kforge_proposer_cli: `kforge propose` and `kforge serve proposer`.
 add_library(kforge_proposer_service STATIC ${CMAKE_CURRENT_LIST_DIR}/proposal_service.cc)
 target_link_libraries(kforge_proposer_service PUBLIC
   kforge_synth kforge_common kforge_protos gRPC::grpc++ prometheus-cpp::core)

@@ -32,7 +32,6 @@ add_library(kforge_compile_service STATIC ${CMAKE_CURRENT_LIST_DIR}/compile_serv
 target_link_libraries(kforge_compile_service PUBLIC
   kforge_compiler kforge_common gRPC::grpc++ prometheus-cpp::core)
 
-# Needs kforge::cli::SetExitCode from the kforge binary (tools/kforge/commands.cc).
 add_library(kforge_compile_cli STATIC ${CMAKE_CURRENT_LIST_DIR}/compile_cli.cc)
 target_link_libraries(kforge_compile_cli PUBLIC
   kforge_compile_service CLI11::CLI11 nlohmann_json::nlohmann_json)

@@ -18,7 +18,7 @@
 #include "services/worker/compile_policy.h"
 #include "services/worker/compile_service.h"
 #include "services/worker/compiler.h"
-#include "tools/kforge/commands.h"
+#include "common/cli.h"
 
 namespace kforge {
 namespace {

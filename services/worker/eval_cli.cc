@@ -19,7 +19,7 @@
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator.h"
 #include "services/worker/evaluator_pipeline.h"
-#include "tools/kforge/commands.h"
+#include "common/cli.h"
 
 namespace kforge {
 namespace {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/grpc_server.h"
 #include "common/metrics.h"
+#include "common/serve_flags.h"
 #include "common/store.h"
 #include "prometheus/registry.h"
 #include "services/worker/compile_service.h"
@@ -21,17 +22,14 @@
 #include "services/worker/evaluator.h"
 #include "services/worker/evaluator_pipeline.h"
 #include "spdlog/spdlog.h"
-#include "tools/kforge/commands.h"
+#include "common/cli.h"
 
 namespace kforge {
 namespace {
 
 struct WorkerArgs {
-  std::string listen = "0.0.0.0:50052";
-  std::string metrics;
-  std::string store_url;
+  ServeFlags serve;
   std::string gpus = "0";
-  std::string tls_cert, tls_key, auth_token_env;
   double time_limit_s = 60;
 };
 
@@ -54,14 +52,12 @@ absl::StatusOr<std::vector<int>> ParseGpus(const std::string& list) {
   return gpus;
 }
 
-std::atomic<GrpcServer*> serving{nullptr};
-
 void RunWorker(const WorkerArgs& args) {
   absl::StatusOr<std::vector<int>> gpus = ParseGpus(args.gpus);
   if (!gpus.ok()) return Fail(std::string(gpus.status().message()));
   std::unique_ptr<Store> store;
-  if (!args.store_url.empty()) {
-    absl::StatusOr<std::unique_ptr<Store>> opened = OpenStore(args.store_url);
+  if (!args.serve.store_url.empty()) {
+    absl::StatusOr<std::unique_ptr<Store>> opened = OpenStore(args.serve.store_url);
     if (!opened.ok()) return Fail(std::string(opened.status().message()));
     store = *std::move(opened);
   }
@@ -77,28 +73,19 @@ void RunWorker(const WorkerArgs& args) {
   // Our own registry, served by our own MetricsServer: the services need it at construction.
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<MetricsServer> metrics;
-  if (!args.metrics.empty()) {
+  if (!args.serve.metrics.empty()) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> created =
-        MetricsServer::Create(args.metrics, registry);
+        MetricsServer::Create(args.serve.metrics, registry);
     if (!created.ok()) return Fail(std::string(created.status().message()), 3);
     metrics = *std::move(created);
   }
   CompileServiceImpl compile_service(compiler->get(), registry.get());
   EvaluateServiceImpl evaluate_service(&pipeline, evaluator->get(), registry.get());
 
-  ServerOptions options;
-  options.address = args.listen;
-  options.tls_cert_file = args.tls_cert;
-  options.tls_key_file = args.tls_key;
-  if (!args.auth_token_env.empty()) {
-    const char* token = std::getenv(args.auth_token_env.c_str());
-    if (token == nullptr || *token == '\0') {
-      return Fail(absl::StrCat("--auth-token-env: $", args.auth_token_env, " is not set"));
-    }
-    options.auth_token = token;
-  }
+  absl::StatusOr<ServerOptions> options = ToServerOptions(args.serve);
+  if (!options.ok()) return Fail(std::string(options.status().message()));
   absl::StatusOr<std::unique_ptr<GrpcServer>> server =
-      GrpcServer::Create(options, {&compile_service, &evaluate_service});
+      GrpcServer::Create(*options, {&compile_service, &evaluate_service});
   if (!server.ok()) return Fail(std::string(server.status().message()), 3);
 
   // GPUs are probed in the background so the port answers health checks at once.
@@ -118,44 +105,22 @@ void RunWorker(const WorkerArgs& args) {
   spdlog::info("worker: serving CompileService and EvaluateService on port {}{}",
                (*server)->port(),
                metrics ? absl::StrCat(", /metrics on port ", metrics->port()) : "");
-  serving = server->get();
-  auto on_signal = [](int) {
-    if (GrpcServer* s = serving.load()) {
-      std::thread([s] { s->Shutdown(); }).detach();
-    }
-  };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  (*server)->Wait();
-  serving = nullptr;
+  ServeUntilSignal(**server);
 }
 
 }  // namespace
 
 void RegisterWorkerCommands(CLI::App& app) {
-  CLI::App* serve = nullptr;
-  try {
-    serve = app.get_subcommand("serve");
-  } catch (const CLI::OptionNotFound&) {
-    serve = app.add_subcommand("serve", "Run one kforge service");
-    serve->require_subcommand(1);
-  }
+  CLI::App* serve = cli::ServeCommand(app);
   auto args = std::make_shared<WorkerArgs>();
   CLI::App* cmd = serve->add_subcommand(
       "worker", "Serve CompileService and EvaluateService on this GPU node");
-  cmd->add_option("--listen", args->listen, "gRPC address HOST:PORT (port 0: any free port)");
-  cmd->add_option("--metrics", args->metrics, "serve Prometheus /metrics on HOST:PORT");
-  cmd->add_option("--store", args->store_url,
-                  "shared cache and captured inputs: dir:PATH or redis://HOST:PORT[/DB]");
+  AddServeFlags(cmd, &args->serve, "0.0.0.0:50052",
+                "shared cache and captured inputs: dir:PATH or redis://HOST:PORT[/DB]");
   cmd->add_option("--gpus", args->gpus, "GPU indices to evaluate on, e.g. 0,1");
   cmd->add_option("--time-limit", args->time_limit_s,
                   "seconds per candidate when the policy sets none")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--tls-cert", args->tls_cert, "TLS certificate (PEM); with --tls-key");
-  cmd->add_option("--tls-key", args->tls_key, "TLS private key (PEM)");
-  cmd->add_option("--auth-token-env", args->auth_token_env,
-                  "require 'authorization: Bearer <token>' with the token from this "
-                  "environment variable");
   cmd->callback([args] { RunWorker(*args); });
 }
 

@@ -10,17 +10,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "common/cli.h"
 #include "tests/support/temp_dir.h"
-
-// Test stand-ins for the kforge binary's exit-code holder (tools/kforge/commands.cc), which
-// cannot be linked here without every other service's subcommands.
-namespace kforge::cli {
-namespace {
-int test_exit_code = 0;
-}  // namespace
-void SetExitCode(int code) { test_exit_code = code; }
-int ExitCode() { return test_exit_code; }
-}  // namespace kforge::cli
 
 namespace kforge {
 namespace {

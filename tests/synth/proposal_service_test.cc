@@ -14,14 +14,6 @@
 #include "tests/support/temp_dir.h"
 #include "tests/synth/sample_targets.h"
 
-// Test stand-ins for the kforge binary's exit-code holder (tools/kforge/commands.cc), which
-// cannot be linked here without every other service's subcommands. RunPropose returns its
-// exit code instead of setting it, so these are never consulted by the tests.
-namespace kforge::cli {
-void SetExitCode(int) {}
-int ExitCode() { return 0; }
-}  // namespace kforge::cli
-
 namespace kforge {
 namespace {
 

@@ -3,22 +3,18 @@
 #include "services/capture/capture_cli.h"
 #include "services/coordinator/optimize_cli.h"
 #include "services/proposer/proposer_cli.h"
+#include "services/proposer/synth/family_registry.h"
 #include "services/worker/compile_cli.h"
 #include "services/worker/eval_cli.h"
 #include "services/worker/worker_cli.h"
 
 namespace kforge::cli {
-namespace {
-int exit_code = 0;
-}  // namespace
-
-void SetExitCode(int code) { exit_code = code; }
-int ExitCode() { return exit_code; }
 
 void RegisterAll(CLI::App& app) {
-  (void)app;
-  // Each service's Register*Commands(app) call goes here.
-  RegisterCaptureCommands(app);
+  // Capture asks the synthesizer's registry whether a proposer family covers each target.
+  RegisterCaptureCommands(app, [](const v1::Target& target) {
+    return synth::FamilyRegistry::Default().FamilyFor(target);
+  });
   RegisterCompileCommands(app);
   RegisterEvalCommands(app);
   RegisterWorkerCommands(app);

@@ -1,5 +1,4 @@
-// Registration of every subcommand. A service adds its Register*Commands here and in
-// commands.cc; handlers set the process exit code through SetExitCode.
+// Registration of every subcommand: a service adds its Register*Commands call in commands.cc.
 #pragma once
 
 #include "CLI/CLI.hpp"
@@ -7,7 +6,5 @@
 namespace kforge::cli {
 
 void RegisterAll(CLI::App& app);
-void SetExitCode(int code);
-int ExitCode();
 
 }  // namespace kforge::cli

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "CLI/CLI.hpp"
+#include "common/cli.h"
 #include "tools/kforge/commands.h"
 
 int main(int argc, char** argv) {
