@@ -33,6 +33,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(
     host = host.substr(1, host.size() - 2);
   }
   std::unique_ptr<MetricsServer> server(new MetricsServer(std::move(registry)));
+  // httplib's default also sets SO_REUSEPORT, which would let a second server share a taken
+  // port silently; a taken port must be an error.
+  server->http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   std::weak_ptr<prometheus::Registry> weak = server->registry_;
   server->http_->Get("/metrics", [weak](const httplib::Request&, httplib::Response& response) {
     std::shared_ptr<prometheus::Registry> registry = weak.lock();
