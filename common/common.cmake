@@ -12,7 +12,8 @@ add_library(kforge_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/redis_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/serve_flags.cc
   ${CMAKE_CURRENT_LIST_DIR}/status.cc
-  ${CMAKE_CURRENT_LIST_DIR}/store.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/store.cc
+  ${CMAKE_CURRENT_LIST_DIR}/tensor_signature.cc)
 target_link_libraries(kforge_common PUBLIC
   kforge_protos
   absl::status absl::statusor absl::strings absl::str_format absl::time absl::synchronization

@@ -1,5 +1,6 @@
 // Capturer: LibTorch model loading, RecordFunction-based recording of top-level aten calls,
 // GPU/CPU timing, the operator graph, targets and their captured inputs (see capturer.h).
+#include "common/tensor_signature.h"
 #include "services/capture/capturer.h"
 
 #include <ATen/core/Tensor.h>
@@ -154,24 +155,6 @@ v1::ScalarValue ToScalar(const c10::IValue& v) {
   return s;
 }
 
-std::string ScalarText(const v1::ScalarValue& s) {
-  switch (s.value_case()) {
-    case v1::ScalarValue::kIntValue:
-      return std::to_string(s.int_value());
-    case v1::ScalarValue::kFloatValue:
-      return absl::StrFormat("%g", s.float_value());
-    case v1::ScalarValue::kBoolValue:
-      return s.bool_value() ? "True" : "False";
-    case v1::ScalarValue::kStringValue:
-      return absl::StrCat("'", s.string_value(), "'");
-    case v1::ScalarValue::kIntList:
-      return absl::StrCat("[", absl::StrJoin(s.int_list().values(), ","), "]");
-    case v1::ScalarValue::kFloatList:
-      return absl::StrCat("[", absl::StrJoin(s.float_list().values(), ","), "]");
-    default:
-      return "None";
-  }
-}
 
 // A list argument that carries tensors (Tensor[], Tensor?[]): one slot per element.
 bool IsTensorListLike(const c10::IValue& v) {
@@ -616,22 +599,6 @@ double Median(std::vector<double> v) {
 
 // ---- Targets and graph ------------------------------------------------------------------
 
-int64_t ItemSize(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT64:
-    case v1::INT64:
-      return 8;
-    case v1::FLOAT32:
-    case v1::INT32:
-      return 4;
-    case v1::FLOAT16:
-    case v1::BFLOAT16:
-    case v1::INT16:
-      return 2;
-    default:
-      return 1;
-  }
-}
 
 void AddShapeSymbols(const std::string& prefix, const v1::TensorSignature& sig,
                      v1::Target& target) {
@@ -701,8 +668,8 @@ v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterati
   t.set_share(profiled_forward_s > 0 ? per_forward / profiled_forward_s : 0);
   t.set_calls_per_forward(calls);
   int64_t bytes = 0;
-  for (const auto& s : t.inputs()) bytes += TensorBytes(s, ItemSize(s.dtype()));
-  for (const auto& s : t.outputs()) bytes += TensorBytes(s, ItemSize(s.dtype()));
+  for (const auto& s : t.inputs()) bytes += TensorBytes(s, ElementSize(s.dtype()));
+  for (const auto& s : t.outputs()) bytes += TensorBytes(s, ElementSize(s.dtype()));
   t.set_min_bytes_moved(bytes);
   return t;
 }

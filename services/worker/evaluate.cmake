@@ -22,7 +22,7 @@ add_library(kforge_evaluator_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/evaluator_protocol.cc
   ${CMAKE_CURRENT_LIST_DIR}/evaluator_stats.cc)
 target_link_libraries(kforge_evaluator_core PUBLIC
-  kforge_protos absl::status absl::statusor absl::strings absl::str_format absl::time)
+  kforge_common kforge_protos absl::status absl::statusor absl::strings absl::str_format absl::time)
 set_source_files_properties(${_kf_eval_gen}/evaluator_protocol.pb.cc PROPERTIES
   COMPILE_OPTIONS "-w")
 

@@ -31,26 +31,6 @@ int64_t FindCanaryDamage(const uint8_t* data, size_t size, uint64_t seed) {
   return -1;
 }
 
-int ElementSize(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT64:
-    case v1::INT64:
-      return 8;
-    case v1::FLOAT32:
-    case v1::INT32:
-      return 4;
-    case v1::FLOAT16:
-    case v1::BFLOAT16:
-    case v1::INT16:
-      return 2;
-    case v1::INT8:
-    case v1::UINT8:
-    case v1::BOOL:
-      return 1;
-    default:
-      return 0;
-  }
-}
 
 bool IsFloating(v1::DType dtype) {
   return dtype == v1::FLOAT32 || dtype == v1::FLOAT16 || dtype == v1::BFLOAT16 ||
@@ -75,20 +55,5 @@ uint64_t PoisonBits(v1::DType dtype, Poison poison) {
   }
 }
 
-std::string DTypeName(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT32: return "float32";
-    case v1::FLOAT16: return "float16";
-    case v1::BFLOAT16: return "bfloat16";
-    case v1::FLOAT64: return "float64";
-    case v1::INT64: return "int64";
-    case v1::INT32: return "int32";
-    case v1::INT16: return "int16";
-    case v1::INT8: return "int8";
-    case v1::UINT8: return "uint8";
-    case v1::BOOL: return "bool";
-    default: return "unspecified";
-  }
-}
 
 }  // namespace kforge

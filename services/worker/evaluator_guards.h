@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kforge/v1/common.pb.h"
+#include "common/tensor_signature.h"
 
 namespace kforge {
 
@@ -24,8 +25,6 @@ int64_t FindCanaryDamage(const uint8_t* data, size_t size, uint64_t seed);
 // kernel never writes shows poison A in one run and poison B in the next.
 enum class Poison { kA, kB };
 
-// Bytes per element of `dtype`; 0 for DTYPE_UNSPECIFIED.
-int ElementSize(v1::DType dtype);
 bool IsFloating(v1::DType dtype);
 
 // The poison's bit pattern for one element of `dtype` (low ElementSize bytes are used).
@@ -33,7 +32,5 @@ bool IsFloating(v1::DType dtype);
 // kB is 0xA5.. for every type (a finite value for floats, so a NaN check alone cannot miss it).
 uint64_t PoisonBits(v1::DType dtype, Poison poison);
 
-// "float32", "bfloat16", ... for messages.
-std::string DTypeName(v1::DType dtype);
 
 }  // namespace kforge

@@ -1,4 +1,5 @@
 // Target selection (see target_selection.h).
+#include "common/tensor_signature.h"
 #include "services/coordinator/embedded/target_selection.h"
 
 #include <algorithm>
@@ -36,24 +37,6 @@ std::string DtypeShort(v1::DType dtype) {
   }
 }
 
-std::string ScalarText(const v1::ScalarValue& value) {
-  switch (value.value_case()) {
-    case v1::ScalarValue::kIntValue:
-      return absl::StrCat(value.int_value());
-    case v1::ScalarValue::kFloatValue:
-      return absl::StrCat(value.float_value());
-    case v1::ScalarValue::kBoolValue:
-      return value.bool_value() ? "True" : "False";
-    case v1::ScalarValue::kStringValue:
-      return absl::StrCat("'", value.string_value(), "'");
-    case v1::ScalarValue::kIntList:
-      return absl::StrCat("[", absl::StrJoin(value.int_list().values(), ","), "]");
-    case v1::ScalarValue::kFloatList:
-      return absl::StrCat("[", absl::StrJoin(value.float_list().values(), ","), "]");
-    default:
-      return "None";
-  }
-}
 
 }  // namespace
 

@@ -1,4 +1,5 @@
 // Prompt builder for the LLM proposers.
+#include "common/tensor_signature.h"
 #include "services/proposer/llm/prompt_builder.h"
 
 #include <cmath>
@@ -52,16 +53,6 @@ std::string Bytes(int64_t bytes) {
   return absl::StrCat(bytes, " B");
 }
 
-bool IsContiguous(const v1::TensorSignature& sig) {
-  if (sig.strides_size() == 0) return true;
-  if (sig.strides_size() != sig.sizes_size()) return false;
-  int64_t expected = 1;
-  for (int d = sig.sizes_size() - 1; d >= 0; --d) {
-    if (sig.sizes(d) != 1 && sig.strides(d) != expected) return false;
-    expected *= sig.sizes(d);
-  }
-  return true;
-}
 
 std::string DescribeTensor(const v1::TensorSignature& sig) {
   std::string text =
@@ -74,24 +65,6 @@ std::string DescribeTensor(const v1::TensorSignature& sig) {
   return text;
 }
 
-std::string ScalarText(const v1::ScalarValue& value) {
-  switch (value.value_case()) {
-    case v1::ScalarValue::kIntValue:
-      return absl::StrCat(value.int_value());
-    case v1::ScalarValue::kFloatValue:
-      return absl::StrCat(value.float_value());
-    case v1::ScalarValue::kBoolValue:
-      return value.bool_value() ? "true" : "false";
-    case v1::ScalarValue::kStringValue:
-      return absl::StrCat("\"", value.string_value(), "\"");
-    case v1::ScalarValue::kIntList:
-      return absl::StrCat("[", absl::StrJoin(value.int_list().values(), ", "), "]");
-    case v1::ScalarValue::kFloatList:
-      return absl::StrCat("[", absl::StrJoin(value.float_list().values(), ", "), "]");
-    default:
-      return "None";
-  }
-}
 
 std::string Head(const std::string& text, size_t max_chars) {
   if (text.size() <= max_chars) return text;

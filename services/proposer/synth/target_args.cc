@@ -143,36 +143,12 @@ absl::StatusOr<std::vector<int64_t>> TargetArgs::IntList(std::string_view name,
   return Missing(*this, name, "an int list");
 }
 
-bool IsContiguous(const v1::TensorSignature& sig) {
-  if (sig.strides_size() != 0 && sig.strides_size() != sig.sizes_size()) return false;
-  if (sig.strides_size() == 0) return true;  // captured without strides: dense by convention
-  int64_t expected = 1;
-  for (int d = sig.sizes_size() - 1; d >= 0; --d) {
-    if (sig.sizes(d) != 1 && sig.strides(d) != expected) return false;
-    expected *= sig.sizes(d);
-  }
-  return true;
-}
 
-int64_t Numel(const v1::TensorSignature& sig) {
-  int64_t n = 1;
-  for (int64_t s : sig.sizes()) n *= s;
-  return n;
-}
 
 bool IsFloatType(v1::DType dtype) {
   return dtype == v1::FLOAT32 || dtype == v1::FLOAT16 || dtype == v1::BFLOAT16;
 }
 
-int ElementSize(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT32: case v1::INT32: return 4;
-    case v1::FLOAT16: case v1::BFLOAT16: case v1::INT16: return 2;
-    case v1::FLOAT64: case v1::INT64: return 8;
-    case v1::INT8: case v1::UINT8: case v1::BOOL: return 1;
-    default: return 0;
-  }
-}
 
 std::string CudaType(v1::DType dtype) {
   switch (dtype) {
@@ -186,14 +162,6 @@ std::string CudaType(v1::DType dtype) {
   }
 }
 
-std::string DTypeName(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT32: return "float32";
-    case v1::FLOAT16: return "float16";
-    case v1::BFLOAT16: return "bfloat16";
-    default: return absl::AsciiStrToLower(v1::DType_Name(dtype));
-  }
-}
 
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what) {
   if (!IsFloatType(sig.dtype())) {

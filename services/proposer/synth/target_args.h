@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "kforge/v1/common.pb.h"
+#include "common/tensor_signature.h"
 
 namespace kforge::synth {
 
@@ -50,16 +51,10 @@ class TargetArgs {
   const v1::Target* target_;
 };
 
-// Dense row-major strides (size-1 dims may have any stride).
-bool IsContiguous(const v1::TensorSignature& sig);
-int64_t Numel(const v1::TensorSignature& sig);
 // float, float16 and bfloat16: the element types every family covers.
 bool IsFloatType(v1::DType dtype);
-// Element size in bytes (0 for DTYPE_UNSPECIFIED).
-int ElementSize(v1::DType dtype);
 // CUDA type name: "float", "__half", "__nv_bfloat16", "long long", ...
 std::string CudaType(v1::DType dtype);
-std::string DTypeName(v1::DType dtype);
 // Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
 // Normalizes a possibly negative dim against `ndim`; OutOfRange when outside.

@@ -1,0 +1,82 @@
+#include "common/tensor_signature.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace kforge {
+
+int ElementSize(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT64:
+    case v1::INT64:
+      return 8;
+    case v1::FLOAT32:
+    case v1::INT32:
+      return 4;
+    case v1::FLOAT16:
+    case v1::BFLOAT16:
+    case v1::INT16:
+      return 2;
+    case v1::INT8:
+    case v1::UINT8:
+    case v1::BOOL:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+std::string DTypeName(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT32: return "float32";
+    case v1::FLOAT16: return "float16";
+    case v1::BFLOAT16: return "bfloat16";
+    case v1::FLOAT64: return "float64";
+    case v1::INT64: return "int64";
+    case v1::INT32: return "int32";
+    case v1::INT16: return "int16";
+    case v1::INT8: return "int8";
+    case v1::UINT8: return "uint8";
+    case v1::BOOL: return "bool";
+    default: return "unspecified";
+  }
+}
+
+int64_t Numel(const v1::TensorSignature& sig) {
+  int64_t n = 1;
+  for (int64_t s : sig.sizes()) n *= s;
+  return n;
+}
+
+bool IsContiguous(const v1::TensorSignature& sig) {
+  if (sig.strides_size() == 0) return true;
+  if (sig.strides_size() != sig.sizes_size()) return false;
+  int64_t expected = 1;
+  for (int d = sig.sizes_size() - 1; d >= 0; --d) {
+    if (sig.sizes(d) != 1 && sig.strides(d) != expected) return false;
+    expected *= sig.sizes(d);
+  }
+  return true;
+}
+
+std::string ScalarText(const v1::ScalarValue& value) {
+  switch (value.value_case()) {
+    case v1::ScalarValue::kIntValue:
+      return absl::StrCat(value.int_value());
+    case v1::ScalarValue::kFloatValue:
+      return absl::StrFormat("%g", value.float_value());
+    case v1::ScalarValue::kBoolValue:
+      return value.bool_value() ? "True" : "False";
+    case v1::ScalarValue::kStringValue:
+      return absl::StrCat("'", value.string_value(), "'");
+    case v1::ScalarValue::kIntList:
+      return absl::StrCat("[", absl::StrJoin(value.int_list().values(), ","), "]");
+    case v1::ScalarValue::kFloatList:
+      return absl::StrCat("[", absl::StrJoin(value.float_list().values(), ","), "]");
+    default:
+      return "None";
+  }
+}
+
+}  // namespace kforge

@@ -1,0 +1,23 @@
+// Helpers over the proto tensor signature and scalar values that every service prints or
+// checks: element sizes, dtype names, contiguity, and the Python-like text of a scalar.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kforge/v1/common.pb.h"
+
+namespace kforge {
+
+// Bytes per element; 0 for DTYPE_UNSPECIFIED.
+int ElementSize(v1::DType dtype);
+// "float32", "bfloat16", ... as torch names them.
+std::string DTypeName(v1::DType dtype);
+int64_t Numel(const v1::TensorSignature& sig);
+// Dense row-major (size-1 dims may have any stride). A signature captured without strides is
+// dense by convention.
+bool IsContiguous(const v1::TensorSignature& sig);
+// As Python prints it: 3, 1e-05, True, 'tanh', [1,1], None.
+std::string ScalarText(const v1::ScalarValue& value);
+
+}  // namespace kforge
