@@ -116,9 +116,9 @@ TargetRefusal RefusalFor(const std::string& proposer) {
   return [](const v1::Target& target) -> std::string {
     std::string why;
     if (synth::FamilyRegistry::Default().Find(target, &why) != nullptr) return "";
-    return absl::StrCat("no synthesizer family covers it",
-                        why.empty() ? "" : absl::StrCat(" (", why, ")"),
-                        "; try --proposer openai or anthropic");
+    // The registry's reason already names the families and suggests an LLM proposer.
+    return why.empty() ? std::string("no synthesizer family covers it; try --proposer openai")
+                       : why;
   };
 }
 
