@@ -195,7 +195,8 @@ class BearerTokenInterceptorFactory final
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
     const ServerOptions& options, std::vector<grpc::Service*> services) {
   std::unique_ptr<GrpcServer> server(new GrpcServer());
-  server->registry_ = std::make_shared<prometheus::Registry>();
+  server->registry_ =
+      options.registry ? options.registry : std::make_shared<prometheus::Registry>();
   if (!options.metrics_address.empty()) {
     auto metrics = MetricsServer::Create(options.metrics_address, server->registry_);
     if (!metrics.ok()) return metrics.status();

@@ -26,6 +26,9 @@ struct ServerOptions {
   std::string auth_token;
   // Non-empty: serve registry() as /metrics on this HOST:PORT.
   std::string metrics_address;
+  // The registry to serve; null makes a new one. Services that register their metrics at
+  // construction pass theirs here.
+  std::shared_ptr<prometheus::Registry> registry;
 };
 
 class GrpcServer {

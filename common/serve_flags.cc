@@ -26,6 +26,7 @@ void AddServeFlags(CLI::App* cmd, ServeFlags* flags, const std::string& default_
 absl::StatusOr<ServerOptions> ToServerOptions(const ServeFlags& flags) {
   ServerOptions options;
   options.address = flags.listen;
+  options.metrics_address = flags.metrics;
   options.tls_cert_file = flags.tls_cert;
   options.tls_key_file = flags.tls_key;
   if (flags.tls_cert.empty() != flags.tls_key.empty()) {

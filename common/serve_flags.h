@@ -23,7 +23,7 @@ struct ServeFlags {
 void AddServeFlags(CLI::App* cmd, ServeFlags* flags, const std::string& default_listen,
                    const std::string& store_help);
 
-// ServerOptions from the flags; the bearer token is read from the named environment variable
+// ServerOptions from the flags (with --metrics as metrics_address); the bearer token is read from the named environment variable
 // (never from the command line, where `ps` would show it).
 absl::StatusOr<ServerOptions> ToServerOptions(const ServeFlags& flags);
 

@@ -131,7 +131,6 @@ void RegisterCaptureCommands(CLI::App& app, FamilyLookup family) {
         options.ok() ? OpenStore(url) : absl::StatusOr<std::unique_ptr<Store>>(options.status());
     absl::Status status = store.status();
     if (status.ok()) {
-      options->metrics_address = serve->metrics;
       status = RunCaptureServer(*options, store->get(), family);
     }
     if (!status.ok()) {

@@ -18,7 +18,6 @@
 #include "absl/strings/str_replace.h"
 #include "common/grpc_server.h"
 #include "common/serve_flags.h"
-#include "common/metrics.h"
 #include "common/store.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
@@ -195,23 +194,20 @@ void RunServe(const ServeArgs& args) {
     proposers.push_back(*std::move(llm));
   }
 
+  // The services register their metrics at construction, so the server serves this registry.
   auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<MetricsServer> metrics;
-  if (!args.serve.metrics.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> created =
-        MetricsServer::Create(args.serve.metrics, registry);
-    if (!created.ok()) return Fail(std::string(created.status().message()), 3);
-    metrics = *std::move(created);
-  }
   ProposalServiceImpl service(std::move(proposers), registry.get());
 
   absl::StatusOr<ServerOptions> options = ToServerOptions(args.serve);
   if (!options.ok()) return Fail(std::string(options.status().message()), 2);
+  options->registry = registry;
   absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(*options, {&service});
   if (!server.ok()) return Fail(std::string(server.status().message()), 3);
   spdlog::info("proposer: serving ProposalService ({}) on port {}{}",
                absl::StrJoin(service.ProposerNames(), ", "), (*server)->port(),
-               metrics ? absl::StrCat(", /metrics on port ", metrics->port()) : "");
+               (*server)->metrics_port() > 0
+                   ? absl::StrCat(", /metrics on port ", (*server)->metrics_port())
+                   : "");
   ServeUntilSignal(**server);
 }
 

@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_server.h"
-#include "common/metrics.h"
 #include "common/serve_flags.h"
 #include "common/store.h"
 #include "prometheus/registry.h"
@@ -70,20 +69,14 @@ void RunWorker(const WorkerArgs& args) {
   if (!evaluator.ok()) return Fail(std::string(evaluator.status().message()), 3);
   EvaluationPipeline pipeline(compiler->get(), evaluator->get(), store.get());
 
-  // Our own registry, served by our own MetricsServer: the services need it at construction.
+  // The services register their metrics at construction, so the server serves this registry.
   auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<MetricsServer> metrics;
-  if (!args.serve.metrics.empty()) {
-    absl::StatusOr<std::unique_ptr<MetricsServer>> created =
-        MetricsServer::Create(args.serve.metrics, registry);
-    if (!created.ok()) return Fail(std::string(created.status().message()), 3);
-    metrics = *std::move(created);
-  }
   CompileServiceImpl compile_service(compiler->get(), registry.get());
   EvaluateServiceImpl evaluate_service(&pipeline, evaluator->get(), registry.get());
 
   absl::StatusOr<ServerOptions> options = ToServerOptions(args.serve);
   if (!options.ok()) return Fail(std::string(options.status().message()));
+  options->registry = registry;
   absl::StatusOr<std::unique_ptr<GrpcServer>> server =
       GrpcServer::Create(*options, {&compile_service, &evaluate_service});
   if (!server.ok()) return Fail(std::string(server.status().message()), 3);
@@ -104,7 +97,9 @@ void RunWorker(const WorkerArgs& args) {
 
   spdlog::info("worker: serving CompileService and EvaluateService on port {}{}",
                (*server)->port(),
-               metrics ? absl::StrCat(", /metrics on port ", metrics->port()) : "");
+               (*server)->metrics_port() > 0
+                   ? absl::StrCat(", /metrics on port ", (*server)->metrics_port())
+                   : "");
   ServeUntilSignal(**server);
 }
 
