@@ -378,15 +378,26 @@ class Recorder {
     active_recorder = nullptr;
   }
 
-  void BeginForward(bool keep_sequence) {
+  // keep_sequence: remember the order of top-level calls (the discovery forward). replay:
+  // expect that order again and skip describing each call, so the callbacks cost little host
+  // time and the GPU is not left idle between ops (which would lower the coverage); a call
+  // that does not match falls back to describing it.
+  void BeginForward(bool keep_sequence, bool replay = false) {
     depth_ = 0;
     pending_.clear();
     next_event_ = 0;
     keep_sequence_ = keep_sequence;
+    replay_ = replay;
+    replay_position_ = 0;
   }
 
-  // After the forward has finished on the device: adds each call's time to its group.
-  void EndForward() {
+  // After the forward has finished on the device: adds each call's time to its group, unless
+  // `accumulate` is false (the discovery forward, slowed by describing every call).
+  void EndForward(bool accumulate = true) {
+    if (!accumulate) {
+      pending_.clear();
+      return;
+    }
     for (const Pending& p : pending_) {
       double seconds;
       if (cuda_) {
@@ -428,6 +439,12 @@ class Recorder {
     auto ctx = std::make_unique<CallContext>();
     ctx->top_level = depth_++ == 0;
     if (!ctx->top_level) return ctx;
+    if (replay_ && replay_position_ < sequence_.size() &&
+        groups_[sequence_[replay_position_]].proto.op() == fn.name()) {
+      StartTiming(ctx.get(), sequence_[replay_position_++]);
+      return ctx;
+    }
+    replay_ = false;  // the order changed: describe every call from here on
     // Everything that costs time happens before the start mark, so it is not in the op.
     const std::optional<c10::FunctionSchema> schema = fn.operator_schema();
     const c10::ArrayRef<const c10::IValue> inputs = CallInputs(fn, schema);
@@ -437,8 +454,13 @@ class Recorder {
     if (inserted) groups_.push_back(DescribeCall(fn, schema, inputs, std::move(signature)));
     if (capture_ != nullptr) MaybeCaptureInputs(key, inputs);
     if (keep_sequence_) sequence_.push_back(it->second);
+    StartTiming(ctx.get(), it->second);
+    return ctx;
+  }
+
+  void StartTiming(CallContext* ctx, int group) {
     Pending p;
-    p.group = it->second;
+    p.group = group;
     if (cuda_) {
       p.event = next_event_;
       next_event_ += 2;
@@ -450,7 +472,6 @@ class Recorder {
     ctx->call = pending_.size();
     pending_.push_back(p);
     if (!cuda_) pending_.back().start = Clock::now();
-    return ctx;
   }
 
   void OnEnd(const at::RecordFunction& fn, CallContext* ctx) {
@@ -504,6 +525,8 @@ class Recorder {
   at::CallbackHandle handle_ = 0;
   int depth_ = 0;
   bool keep_sequence_ = false;
+  bool replay_ = false;
+  size_t replay_position_ = 0;
   std::vector<c10::Event> events_;
   size_t next_event_ = 0;
   std::vector<Pending> pending_;
@@ -919,8 +942,13 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
     profile.set_forward_time_s(Median(plain));
 
     recorder.Install();
+    // Discovery: describe every call once, untimed; then the timed forwards replay it.
+    recorder.BeginForward(/*keep_sequence=*/true);
+    forward();
+    if (cuda) torch::cuda::synchronize();
+    recorder.EndForward(/*accumulate=*/false);
     for (int i = 0; i < options.iters; ++i) {
-      recorder.BeginForward(/*keep_sequence=*/i == 0);
+      recorder.BeginForward(/*keep_sequence=*/false, /*replay=*/true);
       profiled.push_back(timer.Time(forward));
       recorder.EndForward();
     }
