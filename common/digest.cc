@@ -61,4 +61,12 @@ v1::Digest MakeDigest(std::string_view data) {
   return digest;
 }
 
+std::string CandidateId(std::string_view source, std::string_view launch_plan_json) {
+  Sha256Hasher hasher;
+  hasher.Update(source);
+  hasher.Update(std::string_view("\0", 1));
+  hasher.Update(launch_plan_json);
+  return hasher.Finish();
+}
+
 }  // namespace kforge

@@ -32,4 +32,8 @@ class Sha256Hasher {
 // Digest (sha256 + size) of `data`.
 v1::Digest MakeDigest(std::string_view data);
 
+// The id of a candidate kernel: sha256 over its source and launch plan, separated so that no
+// (source, plan) split collides. Every proposer and tool names candidates with it.
+std::string CandidateId(std::string_view source, std::string_view launch_plan_json);
+
 }  // namespace kforge

@@ -169,7 +169,7 @@ void RunEval(const EvalArgs& args) {
   *request.mutable_target() = target->target;
   request.mutable_candidate()->set_source(*source);
   request.mutable_candidate()->set_launch_plan_json(*plan_json);
-  request.mutable_candidate()->set_id(Sha256Hex(absl::StrCat(*source, "\n", *plan_json)));
+  request.mutable_candidate()->set_id(CandidateId(*source, *plan_json));
   request.mutable_candidate()->set_proposer("file");
   request.mutable_options()->set_arch(args.arch);
   *request.mutable_policy() = DefaultValidationPolicy();

@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/blob_store.h"
+#include "common/digest.h"
 #include "common/local_store.h"
 #include "common/logging.h"
 #include "gtest/gtest.h"
@@ -112,7 +113,7 @@ TEST_F(LlmProposerTest, OpenAiAnswerBecomesACandidateWithUsageCostAndTranscript)
             std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(candidate.launch_plan_json())["launches"][0]["entry"],
             "kf_softmax_rows");
-  EXPECT_EQ(candidate.id(), LlmCandidateId(candidate.source(), candidate.launch_plan_json()));
+  EXPECT_EQ(candidate.id(), CandidateId(candidate.source(), candidate.launch_plan_json()));
   EXPECT_EQ(candidate.proposer(), "openai:test-model");
 
   // Usage and cost: tokens * price per million.

@@ -15,14 +15,6 @@
 
 namespace kforge {
 
-std::string LlmCandidateId(std::string_view source, std::string_view launch_plan_json) {
-  Sha256Hasher hasher;
-  hasher.Update(source);
-  hasher.Update(std::string_view("\0", 1));  // so no (source, plan) split collides
-  hasher.Update(launch_plan_json);
-  return hasher.Finish();
-}
-
 absl::StatusOr<std::unique_ptr<LlmProposer>> LlmProposer::Create(const LlmOptions& options,
                                                                  Store* transcripts,
                                                                  PromptOptions prompt_options) {
@@ -148,7 +140,7 @@ LlmProposer::CallOutcome LlmProposer::RunCall(const v1::ProposeRequest& request,
   }
 
   v1::Candidate candidate;
-  candidate.set_id(LlmCandidateId(parsed.answer->source, parsed.answer->launch_plan_json));
+  candidate.set_id(CandidateId(parsed.answer->source, parsed.answer->launch_plan_json));
   candidate.set_source(std::move(parsed.answer->source));
   candidate.set_launch_plan_json(std::move(parsed.answer->launch_plan_json));
   candidate.set_parent_id(request.parent().candidate().id());

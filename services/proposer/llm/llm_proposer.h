@@ -78,7 +78,4 @@ class LlmProposer : public Proposer {
 absl::StatusOr<std::unique_ptr<Proposer>> MakeLlmProposer(const LlmOptions& options,
                                                           Store* transcripts);
 
-// sha256 over source and launch plan: the id of a candidate.
-std::string LlmCandidateId(std::string_view source, std::string_view launch_plan_json);
-
 }  // namespace kforge

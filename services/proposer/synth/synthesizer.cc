@@ -315,7 +315,7 @@ absl::StatusOr<v1::ProposeResponse> Synthesizer::Propose(const v1::ProposeReques
       continue;
     }
     v1::Candidate* candidate = response.add_candidates();
-    candidate->set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
+    candidate->set_id(CandidateId(kernel->source, kernel->launch_plan_json));
     candidate->set_source(std::move(kernel->source));
     candidate->set_launch_plan_json(std::move(kernel->launch_plan_json));
     candidate->set_parent_id(parent_id);
