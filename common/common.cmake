@@ -9,13 +9,14 @@ add_library(kforge_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/local_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/logging.cc
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cc
+  ${CMAKE_CURRENT_LIST_DIR}/op_cost.cc
   ${CMAKE_CURRENT_LIST_DIR}/redis_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/serve_flags.cc
   ${CMAKE_CURRENT_LIST_DIR}/status.cc
   ${CMAKE_CURRENT_LIST_DIR}/store.cc
   ${CMAKE_CURRENT_LIST_DIR}/tensor_signature.cc)
 target_link_libraries(kforge_common PUBLIC
-  kforge_protos
+  kforge_sha256 kforge_protos
   absl::status absl::statusor absl::strings absl::str_format absl::time absl::synchronization
   OpenSSL::Crypto
   PkgConfig::HIREDIS
@@ -24,3 +25,8 @@ target_link_libraries(kforge_common PUBLIC
   CLI11::CLI11
   nlohmann_json::nlohmann_json
   gRPC::grpc++ gRPC::grpc++_reflection)
+
+# kforge_sha256: the hashing helper alone (OpenSSL only), for the runtime library that users
+# load into their processes.
+add_library(kforge_sha256 STATIC ${CMAKE_CURRENT_LIST_DIR}/sha256.cc)
+target_link_libraries(kforge_sha256 PUBLIC OpenSSL::Crypto)

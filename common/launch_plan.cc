@@ -342,32 +342,32 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
   return resolved;
 }
 
-SymbolTable BindSymbols(const std::vector<v1::TensorSignature>& inputs,
-                        const std::vector<v1::TensorSignature>& outputs,
-                        const std::vector<int64_t>& int_args, int num_sms) {
+SymbolTable BindShapeSymbols(const std::vector<TensorShape>& inputs,
+                             const std::vector<TensorShape>& outputs,
+                             const std::vector<int64_t>& int_args, int num_sms) {
   SymbolTable symbols;
-  auto bind_tensors = [&symbols](const std::vector<v1::TensorSignature>& tensors,
+  auto bind_tensors = [&symbols](const std::vector<TensorShape>& tensors,
                                  absl::string_view prefix) {
     for (size_t i = 0; i < tensors.size(); ++i) {
-      const v1::TensorSignature& t = tensors[i];
+      const TensorShape& t = tensors[i];
       std::string name = absl::StrCat(prefix, i, "_");
-      const int ndim = t.sizes_size();
-      bool have_strides = t.strides_size() == ndim;
+      const int ndim = static_cast<int>(t.sizes.size());
+      bool have_strides = static_cast<int>(t.strides.size()) == ndim;
       int64_t numel = 1;
       bool numel_ok = true;
       int64_t contiguous_stride = 1;
       for (int d = ndim - 1; d >= 0; --d) {
-        symbols[absl::StrCat(name, "size", d)] = t.sizes(d);
-        symbols[absl::StrCat(name, "stride", d)] = have_strides ? t.strides(d) : contiguous_stride;
-        numel_ok = numel_ok && !__builtin_mul_overflow(numel, t.sizes(d), &numel);
-        if (__builtin_mul_overflow(contiguous_stride, std::max<int64_t>(t.sizes(d), 1),
+        symbols[absl::StrCat(name, "size", d)] = t.sizes[d];
+        symbols[absl::StrCat(name, "stride", d)] = have_strides ? t.strides[d] : contiguous_stride;
+        numel_ok = numel_ok && !__builtin_mul_overflow(numel, t.sizes[d], &numel);
+        if (__builtin_mul_overflow(contiguous_stride, std::max<int64_t>(t.sizes[d], 1),
                                    &contiguous_stride)) {
           contiguous_stride = 0;  // only reached for nonsense shapes
         }
       }
       symbols[absl::StrCat(name, "ndim")] = ndim;
       if (numel_ok) symbols[absl::StrCat(name, "numel")] = numel;
-      symbols[absl::StrCat(name, "size_last")] = ndim == 0 ? 1 : t.sizes(ndim - 1);
+      symbols[absl::StrCat(name, "size_last")] = ndim == 0 ? 1 : t.sizes[ndim - 1];
     }
   };
   bind_tensors(inputs, "in");

@@ -74,7 +74,7 @@ class LaunchPlan {
   // Whitespace- and key-order-independent form of the plan, for cache keys.
   const std::string& canonical_json() const { return canonical_json_; }
 
-  // Evaluates every field against `symbols` (see BindSymbols) and checks the CUDA limits:
+  // Evaluates every field against `symbols` (see BindShapeSymbols) and checks the CUDA limits:
   // block x,y <= 1024, z <= 64, x*y*z <= 1024; grid x <= 2^31-1, y,z <= 65535; every
   // dimension >= 1; cluster product <= 16 and dividing the grid; shared and scratch bytes >= 0.
   absl::StatusOr<ResolvedPlan> Resolve(const SymbolTable& symbols) const;
@@ -87,10 +87,23 @@ class LaunchPlan {
   std::string canonical_json_;
 };
 
+// A tensor as the launch plan's symbols see it: sizes and strides in elements (strides empty:
+// contiguous).
+struct TensorShape {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
 // The symbols of docs/launch-plan.md: in{i}_size{d}, in{i}_stride{d}, in{i}_ndim,
 // in{i}_numel, in{i}_size_last (1 for a 0-d tensor), the same with prefix out, int{k} and
-// num_sms. Strides default to contiguous when a signature carries none; a numel that would
+// num_sms. Strides default to contiguous when a tensor carries none; a numel that would
 // overflow is left unbound (its use is then an "unknown symbol" error).
+SymbolTable BindShapeSymbols(const std::vector<TensorShape>& inputs,
+                             const std::vector<TensorShape>& outputs,
+                             const std::vector<int64_t>& int_args, int num_sms);
+
+// BindShapeSymbols over the protos' signatures (defined in launch_plan_proto.cc, library
+// kforge_launch_plan; kforge_launch_plan_core leaves protobuf out for the runtime library).
 SymbolTable BindSymbols(const std::vector<v1::TensorSignature>& inputs,
                         const std::vector<v1::TensorSignature>& outputs,
                         const std::vector<int64_t>& int_args, int num_sms);

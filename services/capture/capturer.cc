@@ -37,6 +37,7 @@
 #include "absl/strings/str_split.h"
 #include "common/blob_store.h"
 #include "common/digest.h"
+#include "common/op_cost.h"
 #include "common/tensor_io.h"
 #include "nlohmann/json.hpp"
 
@@ -192,12 +193,6 @@ std::string InputsText(c10::ArrayRef<const c10::IValue> inputs) {
     }
   }
   return out;
-}
-
-int64_t TensorBytes(const v1::TensorSignature& sig, int64_t itemsize) {
-  int64_t n = 1;
-  for (int64_t s : sig.sizes()) n *= s;
-  return n * itemsize;
 }
 
 // ---- Groups -----------------------------------------------------------------------------
@@ -690,10 +685,7 @@ v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterati
   t.set_eager_time_s(per_forward / static_cast<double>(calls));
   t.set_share(profiled_forward_s > 0 ? per_forward / profiled_forward_s : 0);
   t.set_calls_per_forward(calls);
-  int64_t bytes = 0;
-  for (const auto& s : t.inputs()) bytes += TensorBytes(s, ElementSize(s.dtype()));
-  for (const auto& s : t.outputs()) bytes += TensorBytes(s, ElementSize(s.dtype()));
-  t.set_min_bytes_moved(bytes);
+  SetOpCost(t);
   return t;
 }
 

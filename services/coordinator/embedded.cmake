@@ -24,3 +24,6 @@ target_link_libraries(kforge_embedded PUBLIC
 
 add_library(kforge_optimize_cli STATIC ${CMAKE_CURRENT_LIST_DIR}/optimize_cli.cc)
 target_link_libraries(kforge_optimize_cli PUBLIC kforge_embedded CLI11::CLI11 absl::time)
+
+# The search benchmark (MCTS vs random sampling) lives in tools/bench/.
+include(${CMAKE_SOURCE_DIR}/tools/bench/search_bench.cmake)

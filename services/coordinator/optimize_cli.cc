@@ -33,6 +33,8 @@ struct OptimizeFlags {
   std::string time_budget;
   std::string gpus = "all";
   bool json = false;
+  bool no_export = false;
+  OptimizeExportHook export_hook;
 };
 
 std::atomic<bool> interrupted{false};
@@ -127,12 +129,27 @@ void RunOptimizeCommand(OptimizeFlags& flags) {
     }
     return Fail(ExitCodeFor(result.status()), std::string(result.status().message()));
   }
+  bool has_winner = false;
+  for (const TargetReport& t : result->report.targets) has_winner = has_winner || !t.kernel_dir.empty();
+  std::string exported;
+  if (!result->no_gpu && has_winner && flags.export_hook && !flags.no_export) {
+    absl::StatusOr<std::string> e = flags.export_hook(options.out_dir);
+    if (!e.ok()) {
+      return Fail(kExitFailed,
+                  absl::StrCat("the run finished (results in ", options.out_dir,
+                               ") but exporting its kernels failed: ", e.status().message(),
+                               "; retry with kforge export ", options.out_dir, " --out ",
+                               options.out_dir, "/export"));
+    }
+    exported = *e;
+  }
   if (flags.json) {
     std::printf("%s\n", ReportToJson(result->report).dump(2).c_str());
   } else if (!result->no_gpu) {
     std::printf("%s", FormatSummaryText(result->report).c_str());
     std::printf("\nresults in %s (report.json, summary.txt, kernels/)\n", options.out_dir.c_str());
   }
+  if (!exported.empty()) std::fprintf(flags.json ? stderr : stdout, "\n%s", exported.c_str());
   if (result->no_gpu) {
     std::fprintf(stderr,
                  "kforge: validation and timing need a CUDA GPU; %s. Captured %d targets, "
@@ -148,8 +165,9 @@ void RunOptimizeCommand(OptimizeFlags& flags) {
 
 }  // namespace
 
-void RegisterOptimizeCommands(CLI::App& app) {
+void RegisterOptimizeCommands(CLI::App& app, OptimizeExportHook export_hook) {
   auto flags = std::make_shared<OptimizeFlags>();
+  flags->export_hook = std::move(export_hook);
   OptimizeOptions& o = flags->options;
   CLI::App* cmd = app.add_subcommand(
       "optimize",
@@ -162,7 +180,8 @@ void RegisterOptimizeCommands(CLI::App& app) {
                   "torch.save'd tensor or tuple/list/dict of tensors for forward")
       ->required();
   cmd->add_option("--out", o.out_dir,
-                  "run directory: report.json, summary.txt, profile.json, trees/, kernels/")
+                  "run directory: report.json, summary.txt, profile.json, trees/, kernels/, export/ "
+                  "(the optimized model, see kforge export)")
       ->required();
   cmd->add_option("--top", o.top_k, "targets to search: the hottest a proposer can work on")
       ->capture_default_str();
@@ -184,6 +203,8 @@ void RegisterOptimizeCommands(CLI::App& app) {
                   "capture device: cuda, cpu or auto (cuda when present); cpu evaluates nothing")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "print report.json on stdout instead of the table");
+  cmd->add_flag("--no-export", flags->no_export,
+                "do not export the winners into <out>/export (kforge export does it later)");
   cmd->callback([flags] { RunOptimizeCommand(*flags); });
 }
 

@@ -4,10 +4,19 @@
 // continues).
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
 
 namespace kforge {
 
-void RegisterOptimizeCommands(CLI::App& app);
+// Called with the run directory when a run finished with at least one winner; returns the
+// lines to print (the export's summary), "" when there was nothing to export. The kforge
+// binary passes the exporter (runtime/export), which the coordinator cannot link (LibTorch).
+using OptimizeExportHook = std::function<absl::StatusOr<std::string>(const std::string& run_dir)>;
+
+void RegisterOptimizeCommands(CLI::App& app, OptimizeExportHook export_hook = nullptr);
 
 }  // namespace kforge

@@ -18,3 +18,6 @@ target_link_libraries(kforge_synth PUBLIC
   kforge_protos kforge_common
   absl::status absl::statusor absl::strings absl::str_format
   nlohmann_json::nlohmann_json)
+
+# The synthesizer sweep benchmark lives in tools/bench/.
+include(${CMAKE_SOURCE_DIR}/tools/bench/synth_sweep.cmake)

@@ -46,8 +46,8 @@ add_executable(kforge-evaluator
   ${CMAKE_CURRENT_LIST_DIR}/evaluator_main.cc
   ${CMAKE_CURRENT_LIST_DIR}/evaluator_cuda_backend.cc)
 target_link_libraries(kforge-evaluator PRIVATE
-  kforge_evaluator_core kforge_reference kforge_launch_plan kforge_tensor_io kforge_common
-  CUDA::cuda_driver)
+  kforge_evaluator_core kforge_reference kforge_launch_plan kforge_kernel_launch kforge_tensor_io
+  kforge_common CUDA::cuda_driver)
 set_target_properties(kforge-evaluator PROPERTIES
   BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}" INSTALL_RPATH "${KFORGE_TORCH_LIB_DIR}")
 
@@ -56,6 +56,8 @@ add_library(kforge_evaluate_service STATIC
   ${CMAKE_CURRENT_LIST_DIR}/evaluator_pipeline.cc
   ${CMAKE_CURRENT_LIST_DIR}/evaluate_service.cc
   ${CMAKE_CURRENT_LIST_DIR}/eval_cli.cc
+  ${CMAKE_CURRENT_LIST_DIR}/pull_worker.cc
+  ${CMAKE_CURRENT_LIST_DIR}/simulated_evaluator.cc
   ${CMAKE_CURRENT_LIST_DIR}/worker_cli.cc)
 target_link_libraries(kforge_evaluate_service PUBLIC
   kforge_evaluator kforge_compiler kforge_compile_service kforge_common kforge_launch_plan

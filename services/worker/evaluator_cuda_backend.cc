@@ -20,14 +20,18 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/randn.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/digest.h"
+#include "common/kernel_launch.h"
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
+#include "common/op_cost.h"
 #include "common/status.h"
 #include "common/tensor_io.h"
 #include "services/worker/evaluator_guards.h"
@@ -40,7 +44,6 @@
 namespace kforge {
 namespace {
 
-constexpr int64_t kDefaultSharedLimit = 48 * 1024;
 constexpr double kLaunchBoundSeconds = 20e-6;  // below this median, time CUDA-graph replays
 constexpr int kGraphLaunches = 20;              // launches captured per graph
 
@@ -115,17 +118,8 @@ v1::TensorSignature SignatureOf(const at::Tensor& t) {
 }
 
 KfTensor ToKfTensor(const at::Tensor& t) {
-  KfTensor k;
-  std::memset(&k, 0, sizeof(k));
-  k.data = t.data_ptr();
-  k.numel = t.numel();
-  k.ndim = static_cast<int>(t.dim());
-  k.dtype = static_cast<int>(ToProtoDType(t.scalar_type()));
-  for (int d = 0; d < KF_MAX_DIMS; ++d) {
-    k.sizes[d] = d < t.dim() ? t.size(d) : 1;
-    k.strides[d] = d < t.dim() ? t.stride(d) : 0;
-  }
-  return k;
+  return MakeKfTensor(t.data_ptr(), static_cast<int>(ToProtoDType(t.scalar_type())),
+                      t.sizes().data(), t.strides().data(), static_cast<int>(t.dim()));
 }
 
 // A buffer the kernel sees, with canaries right before and right after its bytes.
@@ -216,10 +210,12 @@ class CudaEvaluationBackend : public EvaluationBackend {
 
   CUstream stream() const { return c10::cuda::getCurrentCUDAStream().stream(); }
   absl::Status MeasureCopyBandwidth();
+  absl::Status MeasurePeakFlops();
   // True when the context is still usable after an error.
   bool ContextHealthy() { return cuCtxSynchronize() == CUDA_SUCCESS; }
 
   int reported_index_;
+  const CudaDriver* driver_ = nullptr;  // the launch path shared with the runtime library
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   v1::GpuInfo info_;
@@ -243,6 +239,7 @@ absl::StatusOr<v1::GpuInfo> CudaEvaluationBackend::Start() {
                                                          : "unset",
                      ")"));
   }
+  KF_ASSIGN_OR_RETURN(driver_, CudaDriver::Get());
   KF_CU_RETURN(cuDeviceGet(&device_, 0));
   // LibTorch's runtime uses the primary context; retaining it here makes the driver calls
   // below and torch's allocations live in one context.
@@ -291,7 +288,50 @@ absl::StatusOr<v1::GpuInfo> CudaEvaluationBackend::Start() {
         absl::StrCat("cannot allocate the L2 flush buffer: ", e.what_without_backtrace()));
   }
   KF_RETURN_IF_ERROR(MeasureCopyBandwidth());
+  KF_RETURN_IF_ERROR(MeasurePeakFlops());
   return info_;
+}
+
+// Peak arithmetic as the GPU's own GEMM libraries reach it: a 4096^3 fp32 GEMM (PyTorch's
+// default "highest" matmul precision keeps it off TF32, so it measures CUDA-core FMA
+// throughput) and the same in bf16 on tensor cores. Achieved rather than datasheet figures,
+// like the copy bandwidth.
+absl::Status CudaEvaluationBackend::MeasurePeakFlops() {
+  constexpr int64_t kN = 4096;
+  constexpr double kFlops = 2.0 * kN * kN * kN;
+  auto measure = [&](at::ScalarType dtype) -> absl::StatusOr<double> {
+    try {
+      auto opts = at::TensorOptions().dtype(dtype).device(at::kCUDA);
+      at::Tensor a = at::randn({kN, kN}, opts), b = at::randn({kN, kN}, opts);
+      at::Tensor c = at::mm(a, b);  // warm-up: cuBLAS heuristics and workspace
+      CUstream s = stream();
+      std::vector<double> seconds;
+      for (int i = 0; i < 5; ++i) {
+        CUevent start = nullptr, end = nullptr;
+        KF_CU_RETURN(cuEventCreate(&start, CU_EVENT_DEFAULT));
+        KF_CU_RETURN(cuEventCreate(&end, CU_EVENT_DEFAULT));
+        KF_CU_RETURN(cuEventRecord(start, s));
+        at::mm_out(c, a, b);
+        KF_CU_RETURN(cuEventRecord(end, s));
+        KF_CU_RETURN(cuEventSynchronize(end));
+        float ms = 0;
+        KF_CU_RETURN(cuEventElapsedTime(&ms, start, end));
+        KF_CU_RETURN(cuEventDestroy(start));
+        KF_CU_RETURN(cuEventDestroy(end));
+        seconds.push_back(ms * 1e-3);
+      }
+      double median = Median(seconds);
+      return median > 0 ? kFlops / median : 0.0;
+    } catch (const c10::Error& e) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot measure peak FLOP/s with a GEMM: ", e.what_without_backtrace()));
+    }
+  };
+  KF_ASSIGN_OR_RETURN(double fp32, measure(at::kFloat));
+  KF_ASSIGN_OR_RETURN(double bf16, measure(at::kBFloat16));
+  info_.set_peak_flops(fp32);
+  info_.set_peak_tensor_flops(bf16);
+  return absl::OkStatus();
 }
 
 absl::Status CudaEvaluationBackend::MeasureCopyBandwidth() {
@@ -505,35 +545,12 @@ std::optional<Failure> CandidateEvaluation::Resolve(const std::vector<at::Tensor
     return Fail(v1::LAUNCH_ERROR, absl::StrCat("the launch plan does not resolve: ",
                                                resolved.status().message()));
   }
-  for (const ResolvedLaunch& launch : resolved->launches) {
-    if (launch.shared_bytes > gpu_.info_.shared_memory_per_block_optin()) {
-      return Fail(v1::LAUNCH_ERROR,
-                  absl::StrFormat("launch of %s asks for %d bytes of dynamic shared memory; "
-                                  "this GPU allows %d per block",
-                                  launch.entry, launch.shared_bytes,
-                                  gpu_.info_.shared_memory_per_block_optin()));
-    }
-    CUfunction f = functions_.at(launch.entry);
-    // Over 48 KiB of dynamic shared memory must be opted into per function. Done here, not
-    // at launch, so no such call happens during graph capture.
-    if (launch.shared_bytes > kDefaultSharedLimit) {
-      CUresult r = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                      static_cast<int>(launch.shared_bytes));
-      if (r != CUDA_SUCCESS) {
-        return Fail(v1::LAUNCH_ERROR,
-                    absl::StrCat("cannot allow ", launch.shared_bytes,
-                                 " bytes of dynamic shared memory for ", launch.entry, ": ",
-                                 CuDescribe(r)));
-      }
-    }
-    if (launch.cluster && launch.cluster->Product() > 8) {
-      CUresult r = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-      if (r != CUDA_SUCCESS) {
-        return Fail(v1::LAUNCH_ERROR,
-                    absl::StrCat("cluster of ", launch.cluster->Product(), " blocks for ",
-                                 launch.entry, " refused: ", CuDescribe(r)));
-      }
-    }
+  // Over 48 KiB of dynamic shared memory must be opted into per function. Done here, not
+  // at launch, so no such call happens during graph capture.
+  if (absl::Status s = PrepareKernelFunctions(*gpu_.driver_, *resolved, functions_,
+                                              gpu_.info_.shared_memory_per_block_optin());
+      !s.ok()) {
+    return Fail(v1::LAUNCH_ERROR, std::string(s.message()));
   }
   *scratch_bytes = resolved->scratch_bytes;
   *plan = *std::move(resolved);
@@ -566,44 +583,12 @@ std::optional<Failure> CandidateEvaluation::FillArgs(const std::vector<at::Tenso
 }
 
 std::optional<Failure> CandidateEvaluation::Launch(const ResolvedPlan& plan, KfArgs& args) {
-  CUstream s = gpu_.stream();
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
-    const ResolvedLaunch& launch = plan.launches[i];
-    CUlaunchConfig config;
-    std::memset(&config, 0, sizeof(config));
-    config.gridDimX = static_cast<unsigned>(launch.grid.x);
-    config.gridDimY = static_cast<unsigned>(launch.grid.y);
-    config.gridDimZ = static_cast<unsigned>(launch.grid.z);
-    config.blockDimX = static_cast<unsigned>(launch.block.x);
-    config.blockDimY = static_cast<unsigned>(launch.block.y);
-    config.blockDimZ = static_cast<unsigned>(launch.block.z);
-    config.sharedMemBytes = static_cast<unsigned>(launch.shared_bytes);
-    config.hStream = s;
-    CUlaunchAttribute cluster;
-    std::memset(&cluster, 0, sizeof(cluster));
-    if (launch.cluster) {
-      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      cluster.value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
-      cluster.value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
-      cluster.value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
-      config.attrs = &cluster;
-      config.numAttrs = 1;
-    }
-    void* params[] = {&args};
-    CUresult r = cuLaunchKernelEx(&config, functions_.at(launch.entry), params, nullptr);
-    if (r != CUDA_SUCCESS) {
-      if (!gpu_.ContextHealthy()) context_lost_ = true;
-      Failure f = Fail(v1::LAUNCH_ERROR,
-                  absl::StrFormat("launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of "
-                                  "shared memory) was refused: %s",
-                                  i, launch.entry, launch.grid.x, launch.grid.y, launch.grid.z,
-                                  launch.block.x, launch.block.y, launch.block.z,
-                                  launch.shared_bytes, CuDescribe(r)));
-      ReplyIfContextLost(f);
-      return f;
-    }
-  }
-  return std::nullopt;
+  absl::Status launched = LaunchKernels(*gpu_.driver_, plan, functions_, gpu_.stream(), &args);
+  if (launched.ok()) return std::nullopt;
+  if (!gpu_.ContextHealthy()) context_lost_ = true;
+  Failure f = Fail(v1::LAUNCH_ERROR, std::string(launched.message()));
+  ReplyIfContextLost(f);
+  return f;
 }
 
 std::optional<Failure> CandidateEvaluation::Sync() {
@@ -972,11 +957,7 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
   if (out->candidate().median_s() > 0) {
     out->set_speedup(out->eager().median_s() / out->candidate().median_s());
   }
-  double bytes = target_.min_bytes_moved() > 0 ? static_cast<double>(target_.min_bytes_moved())
-                                               : static_cast<double>(io_bytes);
-  if (gpu_.info_.copy_bandwidth_bytes_per_s() > 0) {
-    out->set_floor_s(bytes / gpu_.info_.copy_bandwidth_bytes_per_s());
-  }
+  out->set_floor_s(FloorSeconds(target_, gpu_.info_));
   return std::nullopt;
 }
 

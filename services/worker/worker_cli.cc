@@ -1,9 +1,12 @@
 // The `kforge serve worker` subcommand (see worker_cli.h).
 #include "services/worker/worker_cli.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +23,8 @@
 #include "services/worker/evaluate_service.h"
 #include "services/worker/evaluator.h"
 #include "services/worker/evaluator_pipeline.h"
+#include "services/worker/pull_worker.h"
+#include "services/worker/simulated_evaluator.h"
 #include "spdlog/spdlog.h"
 #include "common/cli.h"
 
@@ -30,7 +35,55 @@ struct WorkerArgs {
   ServeFlags serve;
   std::string gpus = "0";
   double time_limit_s = 60;
+  // Pull mode: take tasks from a coordinator's worker pool.
+  std::string coordinator;
+  std::string coordinator_token_env;
+  std::string worker_id;
+  int max_outstanding = 2;
+  // TEST-ONLY: evaluate with the SimulatedEvaluator instead of a GPU.
+  bool simulated_evaluator = false;
+  std::string simulated_arch = "sm_90";
+  double simulated_delay_s = 0;
 };
+
+// The pull loop's handlers: compile with the Compiler; evaluate on the GPUs through the
+// pipeline, or with the test-only SimulatedEvaluator (after a real compile).
+TaskHandlers MakeHandlers(const WorkerArgs& args, Compiler* compiler, Evaluator* evaluator,
+                          EvaluationPipeline* pipeline) {
+  TaskHandlers handlers;
+  handlers.compile = [compiler](const v1::CompileRequest& request) {
+    return compiler->Compile(request.candidate(), request.options());
+  };
+  if (args.simulated_evaluator) {
+    auto simulated = std::make_shared<SimulatedEvaluator>(args.simulated_arch);
+    handlers.gpus = {simulated->Gpu()};
+    const double delay_s = args.simulated_delay_s;
+    handlers.evaluate = [compiler, simulated, delay_s](const v1::EvaluateRequest& request) {
+      v1::CompileResult compiled = compiler->Compile(request.candidate(), request.options());
+      if (compiled.status() != v1::COMPILE_OK) {
+        v1::EvaluationResult result;
+        result.set_verdict(v1::COMPILE_ERROR);
+        result.mutable_diagnostics()->set_message(absl::StrCat(
+            "the candidate did not compile (", v1::CompileStatus_Name(compiled.status()), ")"));
+        return result;
+      }
+      if (delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
+      return simulated->Evaluate(request, compiled);
+    };
+    return handlers;
+  }
+  absl::StatusOr<std::vector<v1::GpuInfo>> gpus = evaluator->GetGpuInfo();
+  if (!gpus.ok() || gpus->empty()) {
+    spdlog::warn("worker: no GPU to evaluate on ({}); taking compile tasks only",
+                 gpus.ok() ? "none found" : std::string(gpus.status().message()));
+    return handlers;
+  }
+  handlers.gpus = *gpus;
+  handlers.evaluate = [pipeline](const v1::EvaluateRequest& request) {
+    return pipeline->Evaluate(request);
+  };
+  return handlers;
+}
 
 void Fail(const std::string& message, int code = 2) {
   std::fprintf(stderr, "kforge serve worker: %s\n", message.c_str());
@@ -81,6 +134,43 @@ void RunWorker(const WorkerArgs& args) {
       GrpcServer::Create(*options, {&compile_service, &evaluate_service});
   if (!server.ok()) return Fail(std::string(server.status().message()), 3);
 
+  if (!args.coordinator.empty()) {
+    // Pull mode: the loop runs beside the served port (health, /metrics) until a signal.
+    PullWorkerOptions pull;
+    pull.coordinator = args.coordinator;
+    pull.worker_id = args.worker_id;
+    pull.max_outstanding = args.max_outstanding;
+    if (!args.coordinator_token_env.empty()) {
+      const char* token = std::getenv(args.coordinator_token_env.c_str());
+      if (token == nullptr || *token == '\0') {
+        return Fail(absl::StrCat("--coordinator-token-env: $", args.coordinator_token_env,
+                                 " is not set; export the coordinator's token there"));
+      }
+      pull.client.auth_token = token;
+    }
+    std::unique_ptr<PullWorker> worker;
+    std::mutex worker_mu;
+    bool stopped = false;
+    std::thread loop([&] {
+      // Probing the GPUs starts the evaluator children: after the port is up.
+      TaskHandlers handlers = MakeHandlers(args, compiler->get(), evaluator->get(), &pipeline);
+      {
+        std::lock_guard<std::mutex> lock(worker_mu);
+        if (stopped) return;
+        worker = std::make_unique<PullWorker>(pull, std::move(handlers), registry.get());
+      }
+      worker->Run();
+    });
+    ServeUntilSignal(**server);
+    {
+      std::lock_guard<std::mutex> lock(worker_mu);
+      stopped = true;
+      if (worker) worker->Stop();
+    }
+    loop.join();
+    return;
+  }
+
   // GPUs are probed in the background so the port answers health checks at once.
   std::thread([e = evaluator->get()] {
     absl::StatusOr<std::vector<v1::GpuInfo>> info = e->GetGpuInfo();
@@ -116,7 +206,35 @@ void RegisterWorkerCommands(CLI::App& app) {
   cmd->add_option("--time-limit", args->time_limit_s,
                   "seconds per candidate when the policy sets none")
       ->check(CLI::PositiveNumber);
-  cmd->callback([args] { RunWorker(*args); });
+  cmd->add_option("--coordinator", args->coordinator,
+                  "pull tasks from this coordinator's worker pool (HOST:PORT) instead of only "
+                  "serving CompileService/EvaluateService");
+  cmd->add_option("--coordinator-token-env", args->coordinator_token_env,
+                  "environment variable holding the coordinator's bearer token");
+  cmd->add_option("--worker-id", args->worker_id, "id in the pool (default HOSTNAME-PID)");
+  cmd->add_option("--max-outstanding", args->max_outstanding,
+                  "pool tasks held at once (compiles run beside a timed evaluation)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_flag("--simulated-evaluator", args->simulated_evaluator,
+                "TEST-ONLY: no GPU; verdicts and timings are a deterministic function of the "
+                "kernel's parameters (SimulatedEvaluator), not measurements. For CI of the "
+                "coordinator; never for real results");
+  cmd->add_option("--simulated-arch", args->simulated_arch,
+                  "TEST-ONLY: the arch the simulated GPU reports")
+      ->capture_default_str();
+  cmd->add_option("--simulated-delay", args->simulated_delay_s,
+                  "TEST-ONLY: seconds each simulated evaluation takes")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([args] {
+    if (!args->simulated_evaluator && (args->simulated_delay_s > 0)) {
+      return Fail("--simulated-delay needs --simulated-evaluator");
+    }
+    if (args->simulated_evaluator && args->coordinator.empty()) {
+      return Fail("--simulated-evaluator needs --coordinator (it serves only the pull loop)");
+    }
+    RunWorker(*args);
+  });
 }
 
 }  // namespace kforge

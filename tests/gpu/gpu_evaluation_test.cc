@@ -139,6 +139,12 @@ TEST_F(GpuEvaluationTest, GpuInfoIsMeasured) {
   EXPECT_GT(gpu.l2_bytes(), 0);
   EXPECT_GT(gpu.shared_memory_per_block_optin(), 48 * 1024);
   EXPECT_GT(gpu.copy_bandwidth_bytes_per_s(), 1e11);
+  // Any CUDA GPU of the last decade does over a TFLOP/s of fp32, and its tensor cores more.
+  EXPECT_GT(gpu.peak_flops(), 1e12);
+  EXPECT_GT(gpu.peak_tensor_flops(), gpu.peak_flops());
+  std::printf("GPU %s %s: copy bandwidth %.0f GB/s, peak %.1f TFLOP/s fp32, %.0f TFLOP/s bf16\n",
+              gpu.name().c_str(), gpu.arch().c_str(), gpu.copy_bandwidth_bytes_per_s() / 1e9,
+              gpu.peak_flops() / 1e12, gpu.peak_tensor_flops() / 1e12);
 }
 
 TEST_F(GpuEvaluationTest, CorrectSoftmaxPassesWithTimings) {

@@ -1,7 +1,9 @@
 #include "tools/kforge/commands.h"
 
 #include "services/capture/capture_cli.h"
+#include "runtime/export/export_cli.h"
 #include "services/coordinator/optimize_cli.h"
+#include "services/coordinator/service/coordinator_cli.h"
 #include "services/proposer/proposer_cli.h"
 #include "services/proposer/synth/family_registry.h"
 #include "services/worker/compile_cli.h"
@@ -18,8 +20,12 @@ void RegisterAll(CLI::App& app) {
   RegisterCompileCommands(app);
   RegisterEvalCommands(app);
   RegisterWorkerCommands(app);
-  RegisterOptimizeCommands(app);
+  // optimize exports its kernels at the end through the exporter, which links LibTorch; the
+  // coordinator itself does not.
+  RegisterOptimizeCommands(app, ExportAfterOptimize);
+  RegisterExportCommands(app);
   RegisterProposerCommands(app);
+  RegisterCoordinatorCommands(app);
 }
 
 }  // namespace kforge::cli

@@ -154,19 +154,6 @@ TargetReport ReportFromSearch(const SearchTree& tree, const TargetSearchResult& 
   return r;
 }
 
-// A target captured on the CPU, as the CUDA kernels written for it see it: the same
-// signature on a CUDA device (the evaluator puts the captured inputs on its GPU).
-v1::Target ForCudaKernels(v1::Target target) {
-  for (auto* signatures : {target.mutable_inputs(), target.mutable_outputs()}) {
-    for (v1::TensorSignature& signature : *signatures) {
-      if (signature.device().empty() || signature.device() == "cpu") {
-        signature.set_device("cuda:0");
-      }
-    }
-  }
-  return target;
-}
-
 // The capture, or the resumed run's profile, and the targets to search.
 struct Plan {
   v1::OperatorProfile profile;

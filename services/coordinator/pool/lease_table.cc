@@ -44,6 +44,7 @@ LeaseTable::LeaseTable(LeaseTableOptions options, Clock clock)
 TaskStatus LeaseTable::StatusOf(const std::string& task_id, const TaskEntry& entry) {
   TaskStatus status;
   status.task_id = task_id;
+  status.kind = entry.task.kind();
   status.state = entry.state;
   status.attempts = entry.attempts;
   status.result = entry.result;

@@ -42,6 +42,7 @@ const char* TaskStateName(TaskState state);
 // What the table knows of one task.
 struct TaskStatus {
   std::string task_id;
+  v1::TaskKind kind = v1::TASK_KIND_UNSPECIFIED;
   TaskState state = TaskState::kQueued;
   int attempts = 0;     // times the task has been leased
   std::string result;   // kCompleted: the serialized result the worker sent

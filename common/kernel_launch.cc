@@ -1,0 +1,131 @@
+// Kernel launches through the driver API (see kernel_launch.h).
+#include "common/kernel_launch.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kforge {
+namespace {
+
+constexpr int64_t kDefaultSharedLimit = 48 * 1024;
+
+}  // namespace
+
+KfTensor MakeKfTensor(void* data, int dtype, const int64_t* sizes, const int64_t* strides,
+                      int ndim) {
+  KfTensor k;
+  std::memset(&k, 0, sizeof(k));
+  k.data = data;
+  k.ndim = ndim;
+  k.dtype = dtype;
+  long long numel = 1;
+  for (int d = 0; d < KF_MAX_DIMS; ++d) {
+    k.sizes[d] = d < ndim ? sizes[d] : 1;
+    k.strides[d] = d < ndim ? strides[d] : 0;
+    if (d < ndim) numel *= sizes[d];
+  }
+  k.numel = numel;
+  return k;
+}
+
+absl::StatusOr<KernelFunctions> GetKernelFunctions(const CudaDriver& driver, CUmodule module,
+                                                   const std::vector<std::string>& entries) {
+  KernelFunctions functions;
+  for (const std::string& entry : entries) {
+    CUfunction f = nullptr;
+    CUresult r = driver.module_get_function(&f, module, entry.c_str());
+    if (r != CUDA_SUCCESS) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the launch plan names entry point '", entry,
+                       "', which the cubin lacks (", driver.Describe(r),
+                       "); declare it extern \"C\" __global__"));
+    }
+    functions[entry] = f;
+  }
+  return functions;
+}
+
+absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan& plan,
+                                    const KernelFunctions& functions, int64_t shared_limit) {
+  for (const ResolvedLaunch& launch : plan.launches) {
+    if (launch.shared_bytes > shared_limit) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("launch of %s asks for %d bytes of dynamic shared memory; this GPU "
+                          "allows %d per block",
+                          launch.entry, launch.shared_bytes, shared_limit));
+    }
+    auto it = functions.find(launch.entry);
+    if (it == functions.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("launch plan entry point '", launch.entry, "' was not loaded"));
+    }
+    if (launch.shared_bytes > kDefaultSharedLimit) {
+      CUresult r = driver.func_set_attribute(it->second,
+                                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             static_cast<int>(launch.shared_bytes));
+      if (r != CUDA_SUCCESS) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot allow ", launch.shared_bytes,
+                         " bytes of dynamic shared memory for ", launch.entry, ": ",
+                         driver.Describe(r)));
+      }
+    }
+    if (launch.cluster && launch.cluster->Product() > 8) {
+      CUresult r = driver.func_set_attribute(
+          it->second, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      if (r != CUDA_SUCCESS) {
+        return absl::InvalidArgumentError(absl::StrCat("cluster of ", launch.cluster->Product(),
+                                                       " blocks for ", launch.entry,
+                                                       " refused: ", driver.Describe(r)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
+                           const KernelFunctions& functions, CUstream stream, KfArgs* args) {
+  for (size_t i = 0; i < plan.launches.size(); ++i) {
+    const ResolvedLaunch& launch = plan.launches[i];
+    auto it = functions.find(launch.entry);
+    if (it == functions.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("launch plan entry point '", launch.entry, "' was not loaded"));
+    }
+    CUlaunchConfig config;
+    std::memset(&config, 0, sizeof(config));
+    config.gridDimX = static_cast<unsigned>(launch.grid.x);
+    config.gridDimY = static_cast<unsigned>(launch.grid.y);
+    config.gridDimZ = static_cast<unsigned>(launch.grid.z);
+    config.blockDimX = static_cast<unsigned>(launch.block.x);
+    config.blockDimY = static_cast<unsigned>(launch.block.y);
+    config.blockDimZ = static_cast<unsigned>(launch.block.z);
+    config.sharedMemBytes = static_cast<unsigned>(launch.shared_bytes);
+    config.hStream = stream;
+    CUlaunchAttribute cluster;
+    std::memset(&cluster, 0, sizeof(cluster));
+    if (launch.cluster) {
+      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      cluster.value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
+      cluster.value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
+      cluster.value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
+      config.attrs = &cluster;
+      config.numAttrs = 1;
+    }
+    // The struct travels by value: the driver copies it at launch (and at capture).
+    void* params[] = {args};
+    CUresult r = driver.launch_kernel_ex(&config, it->second, params, nullptr);
+    if (r != CUDA_SUCCESS) {
+      return absl::InternalError(absl::StrFormat(
+          "launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of shared memory) was "
+          "refused: %s",
+          i, launch.entry, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x,
+          launch.block.y, launch.block.z, launch.shared_bytes, driver.Describe(r)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kforge

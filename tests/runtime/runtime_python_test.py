@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""libkforge_runtime.so in Python, plain PyTorch, on the CPU (ctest: runtime_python_test).
+
+Uses the bundle of the runtime_bundle fixture (tests/runtime/make_fixture.sh). Checks that the
+two documented lines load and run the exported model, that a CPU call falls back through the
+original operator and is counted, KFORGE_DISABLE, KFORGE_BUNDLE_DIR and load_bundle for a
+moved bundle, refusal of a changed file (named), and tools/check-optimized on the CPU.
+
+    runtime_python_test.py --lib LIB --fixture DIR --kforge KFORGE --repo REPO
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+
+
+def find_library(path):
+    """The runtime library: --lib, else the first libkforge_runtime.so on LD_LIBRARY_PATH."""
+    if os.path.isfile(path):
+        return path
+    for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        candidate = os.path.join(d, "libkforge_runtime.so")
+        if d and os.path.isfile(candidate):
+            return candidate
+    raise SystemExit(f"libkforge_runtime.so not found at {path} or on LD_LIBRARY_PATH")
+
+
+def python_child(code, env=None):
+    """Runs `code` in a fresh interpreter (the runtime's state is per process)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, timeout=300)
+
+
+def manifest(bundle):
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        return json.load(f)
+
+
+class RuntimeInPython(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import torch
+        cls.torch = torch
+        cls.lib = find_library(ARGS.lib)
+        cls.bundle = os.path.join(ARGS.fixture, "bundle")
+        cls.original_path = os.path.join(ARGS.fixture, "model", "model.pt")
+        cls.kernel_id = manifest(cls.bundle)["kernels"][0]["id"]
+        torch.ops.load_library(cls.lib)
+
+    def test_two_lines_load_and_run_it_on_cpu_through_the_fallback(self):
+        torch = self.torch
+        model = torch.jit.load(os.path.join(self.bundle, "model.pt"))
+        original = torch.jit.load(self.original_path)
+        torch.ops.kforge.reset_counts()
+        x = torch.randn(64, 512)
+        with torch.inference_mode():
+            got = model(x)
+            want = original(x)
+        self.assertTrue(torch.equal(got, want))
+        counts = torch.ops.kforge.fallback_counts()
+        self.assertEqual(counts.get("cpu_tensor"), 1, counts)
+        self.assertEqual(counts.get(f"{self.kernel_id}:cpu_tensor"), 1, counts)
+        self.assertEqual(torch.ops.kforge.launch_counts(), {})
+        torch.ops.kforge.reset_counts()
+        self.assertEqual(torch.ops.kforge.fallback_counts(), {})
+        self.assertFalse(torch.ops.kforge.disabled())
+        self.assertIn("kforge::run", str(model.graph))
+        self.assertIn("prim::If", str(model.graph))
+
+    def test_grad_mode_on_cpu_still_reports_the_cpu(self):
+        torch = self.torch
+        model = torch.jit.load(os.path.join(self.bundle, "model.pt"))
+        torch.ops.kforge.reset_counts()
+        x = torch.randn(64, 512, requires_grad=True)
+        y = model(x)
+        y.sum().backward()  # the fallback keeps autograd working
+        self.assertIsNotNone(x.grad)
+        self.assertEqual(torch.ops.kforge.fallback_counts().get("cpu_tensor"), 1)
+
+    def test_load_bundle_refuses_a_changed_file_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "bundle")
+            shutil.copytree(self.bundle, copy)
+            cubin = manifest(copy)["kernels"][0]["binaries"][0]["cubin"]["path"]
+            with open(os.path.join(copy, cubin), "ab") as f:
+                f.write(b"patched")
+            with self.assertRaises(RuntimeError) as caught:
+                self.torch.ops.kforge.load_bundle(copy)
+            self.assertIn(f"checksum mismatch for {cubin}", str(caught.exception))
+
+    def test_kforge_disable_switches_every_kernel_off(self):
+        r = python_child(
+            "import torch, sys\n"
+            f"torch.ops.load_library({self.lib!r})\n"
+            f"m = torch.jit.load({os.path.join(self.bundle, 'model.pt')!r})\n"
+            "with torch.inference_mode(): m(torch.randn(64, 512))\n"
+            "print(torch.ops.kforge.disabled(), dict(torch.ops.kforge.fallback_counts()))\n",
+            env={"KFORGE_DISABLE": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("True", r.stdout)
+        self.assertIn("'disabled': 1", r.stdout)
+        self.assertIn(f"'{self.kernel_id}:disabled': 1", r.stdout)
+
+    def test_a_moved_bundle_is_found_through_the_env_or_load_bundle(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            first = os.path.join(tmp, "first")
+            r = subprocess.run([ARGS.kforge, "export", os.path.join(ARGS.fixture, "run"),
+                                "--out", first], capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            moved = os.path.join(tmp, "moved")
+            os.rename(first, moved)
+            run_it = (
+                "import torch, os\n"
+                f"torch.ops.load_library({self.lib!r})\n"
+                "{load}\n"
+                f"m = torch.jit.load({os.path.join(moved, 'model.pt')!r})\n"
+                "with torch.inference_mode(): m(torch.randn(64, 512))\n"
+                "print('ran', dict(torch.ops.kforge.fallback_counts()))\n")
+            lost = python_child(run_it.format(load=""))
+            self.assertNotEqual(lost.returncode, 0)
+            self.assertIn("the model needs kernel bundle", lost.stderr)
+            self.assertIn("KFORGE_BUNDLE_DIR", lost.stderr)
+            by_env = python_child(run_it.format(load=""), env={"KFORGE_BUNDLE_DIR": moved})
+            self.assertEqual(by_env.returncode, 0, by_env.stderr)
+            self.assertIn("'cpu_tensor': 1", by_env.stdout)
+            by_call = python_child(run_it.format(load=f"torch.ops.kforge.load_bundle({moved!r})"))
+            self.assertEqual(by_call.returncode, 0, by_call.stderr)
+            # A changed manifest is another bundle: never taken for the model's.
+            with open(os.path.join(moved, "manifest.json"), "a") as f:
+                f.write(" ")
+            changed = python_child(run_it.format(load=""), env={"KFORGE_BUNDLE_DIR": moved})
+            self.assertNotEqual(changed.returncode, 0)
+            self.assertIn("its manifest.json differs from the one exported with this model",
+                          changed.stderr)
+
+    def test_check_optimized_on_the_cpu(self):
+        script = os.path.join(ARGS.repo, "tools", "check-optimized")
+        module = os.path.join(ARGS.repo, "tests", "runtime", "make_runtime_model.py") + ":make"
+        r = subprocess.run([sys.executable, script, self.bundle, "--lib", self.lib,
+                            "--device", "cpu", "--runs", "5", "--module", module, "--json"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        report = json.loads(r.stdout)
+        self.assertTrue(report["outputs_match"], report)
+        self.assertEqual(report["unexpected_fallbacks"], {}, report)
+        self.assertEqual(report["fallbacks"].get("cpu_tensor", 0) > 0, True, report)
+        self.assertGreater(report["latency"]["kforge_ms"], 0)
+        # The table form.
+        r = subprocess.run([sys.executable, script, self.bundle, "--lib", self.lib,
+                            "--device", "cpu", "--runs", "3"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("outputs", r.stdout)
+        self.assertIn("eager", r.stdout)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--fixture", required=True)
+    parser.add_argument("--kforge", required=True)
+    parser.add_argument("--repo", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+// The anchor rows of ../shared/GPU.md and family-space enumeration (see anchor_rows.h).
+#include "tools/bench/anchor_rows.h"
+
+#include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/randn.h>
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/op_cost.h"
+#include "common/tensor_io.h"
+
+namespace kforge::bench {
+namespace {
+
+using synth::Config;
+
+v1::TensorSignature Dense(const std::vector<int64_t>& sizes, v1::DType dtype) {
+  v1::TensorSignature sig;
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  for (int64_t s : sizes) sig.add_sizes(s);
+  for (int64_t s : strides) sig.add_strides(s);
+  sig.set_dtype(dtype);
+  sig.set_device("cuda:0");
+  return sig;
+}
+
+v1::ScalarValue Int(int64_t v) {
+  v1::ScalarValue s;
+  s.set_int_value(v);
+  return s;
+}
+v1::ScalarValue Float(double v) {
+  v1::ScalarValue s;
+  s.set_float_value(v);
+  return s;
+}
+v1::ScalarValue Bool(bool v) {
+  v1::ScalarValue s;
+  s.set_bool_value(v);
+  return s;
+}
+v1::ScalarValue None() {
+  v1::ScalarValue s;
+  s.set_none(true);
+  return s;
+}
+v1::ScalarValue Ints(const std::vector<int64_t>& values) {
+  v1::ScalarValue s;
+  for (int64_t v : values) s.mutable_int_list()->add_values(v);
+  return s;
+}
+
+class RowBuilder {
+ public:
+  RowBuilder(std::string_view id_prefix, std::string id, std::string label, std::string op,
+             std::string overload)
+      : id_prefix_(id_prefix) {
+    row_.id = std::move(id);
+    row_.label = std::move(label);
+    node_ = row_.target.add_nodes();
+    node_->set_op(std::move(op));
+    node_->set_overload(std::move(overload));
+  }
+  RowBuilder& Tensor(const std::string& name, const v1::TensorSignature& sig, Fill fill) {
+    const std::string value = absl::StrCat("in", row_.target.inputs_size());
+    v1::Argument* arg = node_->add_args();
+    arg->set_name(name);
+    arg->set_tensor(value);
+    row_.target.add_input_names(value);
+    *row_.target.add_inputs() = sig;
+    row_.fills.push_back(fill);
+    return *this;
+  }
+  RowBuilder& Scalar(const std::string& name, const v1::ScalarValue& value) {
+    v1::Argument* arg = node_->add_args();
+    arg->set_name(name);
+    *arg->mutable_scalar() = value;
+    return *this;
+  }
+  AnchorRow Output(const v1::TensorSignature& sig) {
+    node_->add_outputs("out0");
+    row_.target.add_output_names("out0");
+    *row_.target.add_outputs() = sig;
+    row_.target.set_id(absl::StrCat(std::string(id_prefix_), row_.id));
+    SetOpCost(row_.target);
+    return std::move(row_);
+  }
+
+ private:
+  std::string_view id_prefix_;
+  AnchorRow row_;
+  v1::SubgraphNode* node_;
+};
+
+at::ScalarType Torch(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT16:
+      return at::kHalf;
+    case v1::BFLOAT16:
+      return at::kBFloat16;
+    default:
+      return at::kFloat;
+  }
+}
+
+// A refusal's message with digits folded, so "block of 2048 threads" and "block of 4096
+// threads" count as one reason.
+std::string ReasonKind(const std::string& why) {
+  std::string out;
+  for (char c : why) {
+    if (c >= '0' && c <= '9') {
+      if (out.empty() || out.back() != '#') out.push_back('#');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* FillName(Fill f) {
+  switch (f) {
+    case Fill::kWeight:
+      return "weight";
+    case Fill::kBias:
+      return "bias";
+    default:
+      return "normal";
+  }
+}
+
+// The rows of GPU.md's "Anchor figures" table, in its order.
+std::vector<AnchorRow> AnchorRows(std::string_view id_prefix) {
+  using S = std::vector<int64_t>;
+  std::vector<AnchorRow> rows;
+  auto pool = [&](std::string id, std::string label, S x, v1::DType t) {
+    S y = {x[0], x[1], 1, 1};
+    rows.push_back(
+        RowBuilder(id_prefix, std::move(id), std::move(label), "aten::adaptive_avg_pool2d", "")
+            .Tensor("self", Dense(x, t), Fill::kNormal)
+            .Scalar("output_size", Ints({1, 1}))
+            .Output(Dense(y, t)));
+  };
+  auto group_norm = [&](std::string id, std::string label, S x, v1::DType t, double eps) {
+    rows.push_back(RowBuilder(id_prefix, std::move(id), std::move(label), "aten::group_norm", "")
+                       .Tensor("input", Dense(x, t), Fill::kNormal)
+                       .Scalar("num_groups", Int(32))
+                       .Tensor("weight", Dense({x[1]}, t), Fill::kWeight)
+                       .Tensor("bias", Dense({x[1]}, t), Fill::kBias)
+                       .Scalar("eps", Float(eps))
+                       .Scalar("cudnn_enabled", Bool(true))
+                       .Output(Dense(x, t)));
+  };
+  auto softmax = [&](std::string id, std::string label, S x, v1::DType t) {
+    rows.push_back(RowBuilder(id_prefix, std::move(id), std::move(label), "aten::softmax", "int")
+                       .Tensor("self", Dense(x, t), Fill::kNormal)
+                       .Scalar("dim", Int(-1))
+                       .Scalar("dtype", None())
+                       .Output(Dense(x, t)));
+  };
+  pool("avgpool-r50", "adaptive_avg_pool2d→1×1, 32×2048×7×7 fp32 (ResNet-50)", {32, 2048, 7, 7},
+       v1::FLOAT32);
+  pool("avgpool-fp16", "adaptive_avg_pool2d→1×1, 256×2048×7×7 fp16", {256, 2048, 7, 7},
+       v1::FLOAT16);
+  // SD's VAE GroupNorm uses eps 1e-6; the others the nn.GroupNorm default.
+  group_norm("gn-vae-fp32", "group_norm G=32, 1×512×128×128 fp32 (SD VAE)", {1, 512, 128, 128},
+             v1::FLOAT32, 1e-6);
+  group_norm("gn-bf16", "group_norm G=32, 1×256×512×512 bf16", {1, 256, 512, 512}, v1::BFLOAT16,
+             1e-5);
+  group_norm("gn-fp16", "group_norm G=32, 1×128×1024×1024 fp16", {1, 128, 1024, 1024}, v1::FLOAT16,
+             1e-5);
+  softmax("softmax-attn-fp32", "softmax dim −1, 1×8×2048×2048 fp32 (attention)", {1, 8, 2048, 2048},
+          v1::FLOAT32);
+  softmax("softmax-attn-bf16", "softmax dim −1, 1×16×4096×4096 bf16", {1, 16, 4096, 4096},
+          v1::BFLOAT16);
+  softmax("softmax-router", "softmax dim −1, 4096×256 fp32 (MoE router)", {4096, 256}, v1::FLOAT32);
+  softmax("softmax-vocab", "softmax dim −1, 8×262144 fp32 (vocab)", {8, 262144}, v1::FLOAT32);
+  rows.push_back(
+      RowBuilder(id_prefix, "rms-norm-bf16", "rms_norm, 8192×2048 bf16", "aten::rms_norm", "")
+          .Tensor("input", Dense({8192, 2048}, v1::BFLOAT16), Fill::kNormal)
+          .Scalar("normalized_shape", Ints({2048}))
+          .Tensor("weight", Dense({2048}, v1::BFLOAT16), Fill::kWeight)
+          .Scalar("eps", Float(1e-6))
+          .Output(Dense({8192, 2048}, v1::BFLOAT16)));
+  rows.push_back(
+      RowBuilder(id_prefix, "layer-norm-fp16", "layer_norm, 8192×4096 fp16", "aten::layer_norm", "")
+          .Tensor("input", Dense({8192, 4096}, v1::FLOAT16), Fill::kNormal)
+          .Scalar("normalized_shape", Ints({4096}))
+          .Tensor("weight", Dense({4096}, v1::FLOAT16), Fill::kWeight)
+          .Tensor("bias", Dense({4096}, v1::FLOAT16), Fill::kBias)
+          .Scalar("eps", Float(1e-5))
+          .Scalar("cudnn_enable", Bool(true))
+          .Output(Dense({8192, 4096}, v1::FLOAT16)));
+  return rows;
+}
+
+// The rows `filter` names ("" = all): comma-separated ids or 1-based positions.
+absl::StatusOr<std::vector<AnchorRow>> SelectRows(const std::string& filter,
+                                                  std::string_view id_prefix) {
+  std::vector<AnchorRow> all = AnchorRows(id_prefix);
+  if (filter.empty()) return all;
+  std::set<size_t> picked;
+  for (absl::string_view token : absl::StrSplit(filter, ',', absl::SkipWhitespace())) {
+    const std::string name(token);
+    size_t found = all.size();
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].id == name || std::to_string(i + 1) == name) found = i;
+    }
+    if (found == all.size()) {
+      std::vector<std::string> ids;
+      for (const AnchorRow& r : all) ids.push_back(r.id);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rows: no anchor row '", name,
+                       "'; use ids or 1-based positions of: ", absl::StrJoin(ids, ", ")));
+    }
+    picked.insert(found);
+  }
+  std::vector<AnchorRow> out;
+  for (size_t i : picked) out.push_back(all[i]);
+  return out;
+}
+
+// One real-looking call's inputs as torch.save bytes (CPU tensors, seeded).
+absl::StatusOr<std::string> MakeInputs(const AnchorRow& row, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<NamedTensor> tensors;
+  for (int i = 0; i < row.target.inputs_size(); ++i) {
+    const v1::TensorSignature& sig = row.target.inputs(i);
+    at::Tensor t = at::randn(std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end()));
+    if (row.fills[i] == Fill::kWeight) t = t * 0.1 + 1;
+    if (row.fills[i] == Fill::kBias) t = t * 0.1;
+    tensors.push_back({row.target.input_names(i), t.to(Torch(sig.dtype()))});
+  }
+  return SerializeTensors(tensors);
+}
+
+absl::StatusOr<Enumeration> Enumerate(const synth::KernelGenerator& generator) {
+  const auto& params = generator.Space().params();
+  Enumeration e;
+  e.product = generator.Space().Size();
+  constexpr double kMaxProduct = 5e7;
+  if (e.product > kMaxProduct) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("the family's space has %.3g configs; the sweep enumerates at most %.0g",
+                        e.product, kMaxProduct));
+  }
+  std::vector<size_t> digit(params.size(), 0);
+  std::set<std::string> seen;
+  while (true) {
+    std::vector<std::pair<std::string, std::string>> values;
+    values.reserve(params.size());
+    for (size_t p = 0; p < params.size(); ++p) {
+      values.emplace_back(params[p].name, params[p].values[digit[p]]);
+    }
+    Config raw(std::move(values));
+    Config c = generator.Canonicalize(raw);
+    // A point that canonicalizes elsewhere is counted at its canonical form (every canonical
+    // form is itself a point of the product space).
+    if (c == raw && seen.insert(c.ToString()).second) {
+      std::string why = generator.Check(c);
+      if (why.empty()) {
+        e.valid.push_back(std::move(c));
+      } else {
+        ++e.refusals[ReasonKind(why)];
+      }
+    }
+    size_t p = 0;
+    while (p < params.size() && ++digit[p] == params[p].values.size()) digit[p++] = 0;
+    if (p == params.size()) break;
+  }
+  e.canonical = static_cast<int64_t>(seen.size());
+  return e;
+}
+
+}  // namespace kforge::bench

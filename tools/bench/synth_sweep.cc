@@ -1,0 +1,1026 @@
+// kforge-synth-sweep: the synthesizer's ceiling on the anchor shapes of ../shared/GPU.md. For
+// every anchor row it enumerates the whole space of valid canonical configs of the family that
+// covers the op (ParamSpace product, Canonicalize, Check), compiles them (NVRTC through the
+// worker's Compiler and compile cache, in parallel threads), times every one in a quick pass
+// (kforge-synth-sweep-quick: one input set checked against the float64 reference, a few
+// L2-flushed launches), puts the best few through the worker's full validation and timing
+// (default policy, interleaved eager baseline, median + CI) and prints one markdown table beside
+// eager, torch.compile (tools/bench/torch_compile_times.py's JSON) and the floor.
+//
+// Without limits it sweeps every valid config — 1.1k to 35k per anchor row, hours of NVRTC.
+// --max-configs and --time-budget-s bound it (tools/gpu-steps/synth_sweep.sh does, for the GPU
+// round); the bounded sweep takes the prior's best configs interleaved with seeded random ones,
+// and the table says how many of the valid configs were swept. A benchmark, not a test.
+//
+//   kforge-synth-sweep [--rows ID,...] [--max-configs N] [--time-budget-s S] [--top K]
+//                      [--compile-only] [--torch-times JSON] [--out FILE] [--details DIR]
+//                      [--emit-rows JSON]   (--help lists the rest)
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/digest.h"
+#include "common/op_cost.h"
+#include "common/status.h"
+#include "common/store.h"
+#include "nlohmann/json.hpp"
+#include "services/proposer/synth/family.h"
+#include "services/proposer/synth/family_registry.h"
+#include "services/proposer/synth/seeded_rng.h"
+#include "services/worker/compiler.h"
+#include "services/worker/evaluator.h"
+#include "services/worker/evaluator_pipeline.h"
+#include "services/worker/subprocess.h"
+#include "tools/bench/anchor_rows.h"
+
+namespace kforge {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+using synth::Config;
+using synth::KernelGenerator;
+// The anchor rows (target ids "synth-sweep-<row>"), their inputs and the enumeration of a
+// family's valid configs live in anchor_rows.h, shared with kforge-bench-search.
+using bench::AnchorRow;
+using bench::Enumeration;
+
+constexpr char kTargetIdPrefix[] = "synth-sweep-";
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// ---------------------------------------------------------------------------------------
+// The rows as JSON for torch_compile_times.py: the aten op, its arguments in schema order
+// (tensors by input index with their fill) and the input signatures.
+json RowsJson(const std::vector<AnchorRow>& rows) {
+  json out = json::array();
+  for (const AnchorRow& row : rows) {
+    const v1::SubgraphNode& node = row.target.nodes(0);
+    json r = {
+        {"id", row.id}, {"label", row.label}, {"op", node.op()}, {"overload", node.overload()}};
+    json inputs = json::array();
+    for (int i = 0; i < row.target.inputs_size(); ++i) {
+      const v1::TensorSignature& sig = row.target.inputs(i);
+      inputs.push_back({{"sizes", std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end())},
+                        {"dtype", v1::DType_Name(sig.dtype())},
+                        {"fill", bench::FillName(row.fills[i])}});
+    }
+    json args = json::array();
+    for (const v1::Argument& arg : node.args()) {
+      json a = {{"name", arg.name()}};
+      if (arg.kind_case() == v1::Argument::kTensor) {
+        for (int i = 0; i < row.target.input_names_size(); ++i) {
+          if (row.target.input_names(i) == arg.tensor()) a["input"] = i;
+        }
+      } else {
+        const v1::ScalarValue& s = arg.scalar();
+        switch (s.value_case()) {
+          case v1::ScalarValue::kIntValue:
+            a["value"] = s.int_value();
+            break;
+          case v1::ScalarValue::kFloatValue:
+            a["value"] = s.float_value();
+            break;
+          case v1::ScalarValue::kBoolValue:
+            a["value"] = s.bool_value();
+            break;
+          case v1::ScalarValue::kStringValue:
+            a["value"] = s.string_value();
+            break;
+          case v1::ScalarValue::kIntList:
+            a["value"] =
+                std::vector<int64_t>(s.int_list().values().begin(), s.int_list().values().end());
+            break;
+          default:
+            a["value"] = nullptr;
+            break;
+        }
+      }
+      args.push_back(a);
+    }
+    r["inputs"] = inputs;
+    r["args"] = args;
+    r["min_bytes"] = row.target.min_bytes_moved();
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// One row's sweep state.
+
+struct Kernel {  // one distinct generated kernel (several configs may share one)
+  v1::Candidate candidate;
+  v1::CompileResult compiled;
+  std::vector<size_t> configs;  // indexes into Row::configs
+};
+
+struct QuickResult {
+  std::string verdict;  // "PASS", "MISMATCH", "LAUNCH_ERROR", "CRASH", ...
+  std::string message;
+  double median_s = 0;
+  int reps = 0;
+  bool pruned = false;  // stopped after one rep: far slower than the best so far
+  double max_normalized = 0;
+};
+
+struct FullResult {
+  size_t kernel = 0;
+  v1::EvaluationResult result;
+};
+
+struct Row {
+  AnchorRow anchor;
+  std::string family;
+  std::unique_ptr<KernelGenerator> generator;
+  Enumeration enumeration;
+  std::vector<Config> configs;    // the swept configs (all valid ones, or the prior's best N)
+  std::vector<size_t> kernel_of;  // config -> kernel
+  std::vector<Kernel> kernels;
+  std::string error;  // why the row could not be swept
+  double enumerate_s = 0, generate_s = 0, compile_s = 0, quick_s = 0, full_s = 0;
+  // Compile bookkeeping (CompilePool's mutex guards it).
+  size_t compiles_left = 0;
+  size_t configs_compiled = 0;
+  bool compile_started = false;
+  Clock::time_point compile_start;
+  // GPU results.
+  std::vector<QuickResult> quick;  // per kernel
+  QuickResult quick_eager;
+  std::vector<FullResult> full;
+  std::optional<size_t> winner;  // index into full
+  int64_t compiled_ok = 0;
+  Clock::time_point compile_deadline = Clock::time_point::max();  // later compiles are skipped
+  bool done = false;  // swept (or given up on): the table shows its results
+};
+
+std::string DescribeConfig(const Config& c) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : c.values()) parts.push_back(absl::StrCat(name, "=", value));
+  return absl::StrJoin(parts, " ");
+}
+
+// The order configs are compiled and timed in: the cost-model prior's best first, alternating
+// with seeded uniform picks from the rest. A capped (--max-configs) or time-boxed sweep then
+// covers the region the prior likes and, evenly, the space it may misjudge.
+std::vector<Config> SweepOrder(const KernelGenerator& generator, const std::vector<Config>& valid,
+                               uint64_t seed) {
+  std::vector<std::pair<double, size_t>> by_prior;
+  for (size_t i = 0; i < valid.size(); ++i) {
+    by_prior.emplace_back(generator.EstimateSeconds(valid[i]), i);
+  }
+  std::stable_sort(by_prior.begin(), by_prior.end());
+  std::vector<size_t> rest;  // prior ranks, shuffled
+  for (size_t i = 0; i < by_prior.size(); ++i) rest.push_back(i);
+  synth::SeededRng rng(seed);
+  rng.Shuffle(rest);
+  std::vector<bool> taken(valid.size(), false);
+  std::vector<Config> out;
+  size_t head = 0, random = 0;
+  while (out.size() < valid.size()) {
+    const bool from_head = out.size() % 2 == 0;
+    size_t rank = 0;
+    if (from_head) {
+      while (taken[head]) ++head;
+      rank = head;
+    } else {
+      while (taken[rest[random]]) ++random;
+      rank = rest[random];
+    }
+    taken[rank] = true;
+    out.push_back(valid[by_prior[rank].second]);
+  }
+  return out;
+}
+
+// Binds, enumerates, orders (and caps) and generates one row (CPU only).
+void PrepareRow(Row& row, const synth::GpuModel& gpu, int max_configs, uint64_t seed) {
+  const v1::Target& target = row.anchor.target;
+  std::string refusal;
+  const synth::Family* family = synth::FamilyRegistry::Default().Find(target, &refusal);
+  if (family == nullptr) {
+    row.error = absl::StrCat("no synthesizer family covers it: ", refusal);
+    return;
+  }
+  row.family = family->Name();
+  absl::StatusOr<std::unique_ptr<KernelGenerator>> generator = family->Bind(target, gpu);
+  if (!generator.ok()) {
+    row.error = absl::StrCat(row.family, " refuses it: ", generator.status().message());
+    return;
+  }
+  row.generator = std::move(*generator);
+  Clock::time_point start = Clock::now();
+  absl::StatusOr<Enumeration> e = bench::Enumerate(*row.generator);
+  row.enumerate_s = Seconds(start);
+  if (!e.ok()) {
+    row.error = std::string(e.status().message());
+    return;
+  }
+  row.enumeration = std::move(*e);
+  row.configs = SweepOrder(*row.generator, row.enumeration.valid, seed);
+  if (max_configs > 0 && static_cast<int>(row.configs.size()) > max_configs) {
+    row.configs.resize(static_cast<size_t>(max_configs));
+  }
+  start = Clock::now();
+  std::map<std::string, size_t> by_digest;
+  for (size_t i = 0; i < row.configs.size(); ++i) {
+    absl::StatusOr<synth::GeneratedKernel> k = row.generator->Generate(row.configs[i]);
+    if (!k.ok()) {
+      row.error =
+          absl::StrCat("Generate(", row.configs[i].ToString(), ") failed: ", k.status().message());
+      return;
+    }
+    const std::string digest = Sha256Hex(k->source + "\n" + k->launch_plan_json);
+    auto [it, fresh] = by_digest.emplace(digest, row.kernels.size());
+    if (fresh) {
+      Kernel kernel;
+      kernel.candidate.set_id(digest);
+      kernel.candidate.set_source(std::move(k->source));
+      kernel.candidate.set_launch_plan_json(std::move(k->launch_plan_json));
+      kernel.candidate.set_proposer(absl::StrCat("synth:", row.family));
+      for (const auto& [name, value] : row.configs[i].values()) {
+        (*kernel.candidate.mutable_params())[name] = value;
+      }
+      row.kernels.push_back(std::move(kernel));
+    }
+    row.kernels[it->second].configs.push_back(i);
+    row.kernel_of.push_back(it->second);
+  }
+  row.generate_s = Seconds(start);
+}
+
+// ---------------------------------------------------------------------------------------
+// Compilation: one pool of threads works through every row's kernels in row order, so the
+// GPU phase of row r overlaps the compiles of the rows after it.
+
+class CompilePool {
+ public:
+  CompilePool(Compiler* compiler, v1::CompileOptions options, int threads)
+      : compiler_(compiler), options_(std::move(options)) {
+    for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { Work(); });
+  }
+  ~CompilePool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    work_ready_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  void Add(Row* row) {
+    std::lock_guard<std::mutex> lock(mu_);
+    row->compiles_left = row->kernels.size();
+    for (size_t k = 0; k < row->kernels.size(); ++k) queue_.push_back({row, k});
+    work_ready_.notify_all();
+  }
+
+  // Blocks until every kernel of `row` is compiled; prints progress to stderr meanwhile.
+  void Wait(Row& row) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (row.compiles_left > 0) {
+      if (row_done_.wait_for(lock, std::chrono::seconds(3)) == std::cv_status::timeout &&
+          row.compiles_left > 0 && row.compile_started) {
+        const double s = std::max(Seconds(row.compile_start), 1e-9);
+        std::fprintf(stderr, "  %s: compiled %zu/%zu configs (%.1f configs/s)\n",
+                     row.anchor.id.c_str(), row.configs_compiled, row.configs.size(),
+                     row.configs_compiled / s);
+      }
+    }
+  }
+
+ private:
+  struct Item {
+    Row* row;
+    size_t kernel;
+  };
+
+  void Work() {
+    while (true) {
+      Item item;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_ready_.wait(lock, [&] { return closing_ || next_ < queue_.size(); });
+        if (next_ >= queue_.size()) return;
+        item = queue_[next_++];
+        if (!item.row->compile_started) {
+          item.row->compile_started = true;
+          item.row->compile_start = Clock::now();
+        }
+      }
+      Kernel& k = item.row->kernels[item.kernel];
+      v1::CompileResult compiled;
+      if (Clock::now() < item.row->compile_deadline) {
+        compiled = compiler_->Compile(k.candidate, options_);
+      } else {
+        compiled.set_log("skipped: the row's share of --time-budget-s was spent");
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      k.compiled = std::move(compiled);
+      item.row->configs_compiled += k.configs.size();
+      if (--item.row->compiles_left == 0) {
+        item.row->compile_s = Seconds(item.row->compile_start);
+        row_done_.notify_all();
+      }
+    }
+  }
+
+  Compiler* compiler_;
+  v1::CompileOptions options_;
+  std::mutex mu_;
+  std::condition_variable work_ready_, row_done_;
+  std::vector<Item> queue_;
+  size_t next_ = 0;
+  bool closing_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// ---------------------------------------------------------------------------------------
+// GPU phase.
+
+absl::Status WriteFile(const std::filesystem::path& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  return absl::OkStatus();
+}
+
+struct QuickOptions {
+  std::string child;  // kforge-synth-sweep-quick
+  int reps = 5;
+  double prune_factor = 2.0;
+  double startup_s = 60;
+};
+
+// The results a quick-pass child appended to `path` so far: "KFQ {json}" lines.
+std::vector<json> ReadQuickResults(const std::filesystem::path& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    absl::string_view view(line);
+    if (!absl::ConsumePrefix(&view, "KFQ ")) continue;
+    json r = json::parse(view.begin(), view.end(), nullptr, /*allow_exceptions=*/false);
+    if (!r.is_discarded() && r.is_object()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// Runs the quick pass over every compiled kernel of `row` in kforge-synth-sweep-quick
+// children. Each appends one result line per kernel to a file, so a kernel that takes its
+// child's CUDA context down is recorded as CRASH and a fresh child carries on after it.
+absl::Status QuickPass(Row& row, const std::string& inputs, const std::filesystem::path& dir,
+                       const QuickOptions& options) {
+  std::filesystem::create_directories(dir);
+  KF_RETURN_IF_ERROR(WriteFile(dir / "target.pb", row.anchor.target.SerializeAsString()));
+  KF_RETURN_IF_ERROR(WriteFile(dir / "inputs.pt", inputs));
+  json jobs = json::array();
+  std::vector<size_t> job_kernel;
+  row.quick.assign(row.kernels.size(), QuickResult{});
+  for (size_t k = 0; k < row.kernels.size(); ++k) {
+    const v1::CompileResult& c = row.kernels[k].compiled;
+    if (c.status() == v1::COMPILE_STATUS_UNSPECIFIED) {
+      row.quick[k].verdict = "SKIPPED";
+      row.quick[k].message = c.log();
+      continue;
+    }
+    if (c.status() != v1::COMPILE_OK) {
+      row.quick[k].verdict = "COMPILE_ERROR";
+      row.quick[k].message = c.log().substr(0, 300);
+      continue;
+    }
+    const std::string file = absl::StrCat("k", k, ".cubin");
+    KF_RETURN_IF_ERROR(WriteFile(dir / file, c.cubin()));
+    jobs.push_back({{"cubin", file}, {"plan", row.kernels[k].candidate.launch_plan_json()}});
+    job_kernel.push_back(k);
+  }
+  json manifest = {{"jobs", jobs}, {"reps", options.reps}, {"prune_factor", options.prune_factor}};
+  KF_RETURN_IF_ERROR(WriteFile(dir / "manifest.json", manifest.dump()));
+
+  const size_t n = job_kernel.size();
+  const size_t configs = row.configs.size();
+  auto configs_before = [&](size_t job) {  // configs covered by jobs [0, job)
+    size_t c = 0;
+    for (size_t j = 0; j < job && j < n; ++j) c += row.kernels[job_kernel[j]].configs.size();
+    return c;
+  };
+  size_t start = 0;
+  int restarts = 0;
+  Clock::time_point begin = Clock::now();
+  while (start < n) {
+    const std::filesystem::path results = dir / absl::StrCat("results-", start, ".jsonl");
+    SubprocessOptions sub;
+    // Start-up (inputs, float64 reference) plus a generous quarter second per kernel: a hung
+    // kernel costs this much once, then the child restarts after it.
+    sub.time_limit = absl::Seconds(options.startup_s + 0.25 * static_cast<double>(n - start));
+    sub.max_stderr_bytes = 16 << 10;
+    const std::vector<std::string> argv = {options.child, dir.string(), std::to_string(start),
+                                           results.string()};
+    auto child =
+        std::async(std::launch::async, [&argv, &sub] { return RunSubprocess(argv, "", sub); });
+    while (child.wait_for(std::chrono::seconds(3)) != std::future_status::ready) {
+      const size_t got = start + ReadQuickResults(results).size();
+      std::fprintf(stderr, "  %s: quick pass %zu/%zu configs (%.1f configs/s)\n",
+                   row.anchor.id.c_str(), configs_before(got), configs,
+                   configs_before(got) / std::max(Seconds(begin), 1e-9));
+    }
+    absl::StatusOr<SubprocessResult> run = child.get();
+    if (!run.ok()) return run.status();
+    const std::vector<json> lines = ReadQuickResults(results);
+    if (lines.empty() && run->term_signal == 0 && !run->timed_out && run->exit_code != 3) {
+      // Nothing reported and no fault: it never got going (a missing libcuda, say).
+      return absl::FailedPreconditionError(
+          absl::StrCat("the quick-pass child ", options.child, " exited with ", run->exit_code,
+                       " before its first result: ", run->stderr_data));
+    }
+    size_t next = start;
+    for (const json& r : lines) {
+      QuickResult q;
+      q.verdict = r.value("verdict", "");
+      q.message = r.value("message", "");
+      q.median_s = r.value("median_s", 0.0);
+      q.reps = r.value("reps", 0);
+      q.pruned = r.value("pruned", false);
+      q.max_normalized = r.value("max_normalized", 0.0);
+      const int64_t job = r.value("job", int64_t{-2});
+      if (job == -1) {
+        row.quick_eager = q;
+      } else if (job >= 0 && static_cast<size_t>(job) < n) {
+        row.quick[job_kernel[job]] = q;
+        next = std::max(next, static_cast<size_t>(job) + 1);
+      }
+    }
+    if (next >= n) break;
+    if (run->exit_code == 0 && !run->timed_out) {
+      return absl::InternalError(absl::StrCat("the quick-pass child stopped at kernel ", next,
+                                              " of ", n,
+                                              " without saying why: ", run->stderr_data));
+    }
+    if (run->exit_code == 3 && !run->timed_out) {
+      // It reported the kernel that took its context down (CRASH) and left: carry on after it.
+      std::fprintf(stderr,
+                   "  %s: the quick-pass child lost its CUDA context; restarting at "
+                   "kernel %zu\n",
+                   row.anchor.id.c_str(), next);
+    } else {
+      // Died (a fault that killed the process) or hung: the kernel it was on takes the blame.
+      const std::string tail = run->stderr_data.substr(
+          run->stderr_data.size() > 400 ? run->stderr_data.size() - 400 : 0);
+      QuickResult& blamed = row.quick[job_kernel[next]];
+      blamed.verdict = run->timed_out ? "TIMEOUT" : "CRASH";
+      blamed.message = absl::StrCat("the quick-pass child ", run->timed_out ? "timed out" : "died",
+                                    " on this kernel (exit ", run->exit_code, ", signal ",
+                                    run->term_signal, "): ", tail);
+      std::fprintf(stderr, "  %s: the quick-pass child %s on kernel %zu; restarting after it\n",
+                   row.anchor.id.c_str(), blamed.verdict.c_str(), next);
+      ++next;
+    }
+    if (++restarts > 25) {
+      for (size_t j = next; j < n; ++j) {
+        row.quick[job_kernel[j]].verdict = "NOT_EVALUATED";
+        row.quick[job_kernel[j]].message = "too many quick-pass children died";
+      }
+      break;
+    }
+    start = next;
+  }
+  std::fprintf(stderr,
+               "  %s: quick pass of %zu configs in %.1f s (%.1f configs/s); eager %.2f us "
+               "by the same method\n",
+               row.anchor.id.c_str(), configs, Seconds(begin),
+               configs / std::max(Seconds(begin), 1e-9), row.quick_eager.median_s * 1e6);
+  return absl::OkStatus();
+}
+
+// The best `top` quick-pass kernels through the worker's full validation and timing; more
+// further down the ranking when they fail, up to 3 * top evaluations.
+void FullValidation(Row& row, EvaluationPipeline& pipeline, const std::string& inputs,
+                    const std::string& arch, int top, bool shape_generic) {
+  std::vector<std::pair<double, size_t>> ranked;
+  for (size_t k = 0; k < row.quick.size(); ++k) {
+    if (row.quick[k].verdict == "PASS" && !row.quick[k].pruned) {
+      ranked.emplace_back(row.quick[k].median_s, k);
+    }
+  }
+  std::sort(ranked.begin(), ranked.end());
+  int passed = 0;
+  for (size_t i = 0; i < ranked.size() && passed < top && static_cast<int>(i) < 3 * top; ++i) {
+    v1::EvaluateRequest request;
+    *request.mutable_target() = row.anchor.target;
+    request.mutable_target()->set_shape_generic(shape_generic);
+    *request.mutable_candidate() = row.kernels[ranked[i].second].candidate;
+    request.mutable_options()->set_arch(arch);
+    *request.mutable_policy() = DefaultValidationPolicy();
+    request.set_timing(true);
+    v1::EvaluationResult r = pipeline.Evaluate(request, inputs);
+    std::fprintf(stderr,
+                 "  %s: full validation of quick #%zu (%.2f us): %s %.2f us (eager %.2f us) %s\n",
+                 row.anchor.id.c_str(), i + 1, ranked[i].first * 1e6,
+                 v1::Verdict_Name(r.verdict()).c_str(), r.candidate().median_s() * 1e6,
+                 r.eager().median_s() * 1e6, r.diagnostics().message().substr(0, 200).c_str());
+    row.full.push_back({ranked[i].second, r});
+    if (r.verdict() == v1::PASS) {
+      ++passed;
+      const size_t idx = row.full.size() - 1;
+      if (!row.winner ||
+          r.candidate().median_s() < row.full[*row.winner].result.candidate().median_s()) {
+        row.winner = idx;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Output.
+
+struct TorchTimes {
+  double eager_s = 0;
+  std::map<std::string, double> compiled_s;  // mode -> median
+  std::string note;
+};
+
+absl::StatusOr<std::map<std::string, TorchTimes>> ReadTorchTimes(const std::string& path) {
+  std::map<std::string, TorchTimes> out;
+  if (path.empty()) return out;
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("--torch-times: cannot read ", path,
+                                            "; run tools/bench/torch_compile_times.py first"));
+  }
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("rows") || !j["rows"].is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--torch-times: ", path, " is not torch_compile_times.py output (no \"rows\" object)"));
+  }
+  for (const auto& [id, r] : j["rows"].items()) {
+    TorchTimes t;
+    t.eager_s = r.value("eager_s", 0.0);
+    if (r.contains("compiled_s") && r["compiled_s"].is_object()) {
+      for (const auto& [mode, s] : r["compiled_s"].items()) {
+        if (s.is_number()) t.compiled_s[mode] = s.get<double>();
+      }
+    }
+    t.note = r.value("note", "");
+    out[id] = t;
+  }
+  return out;
+}
+
+std::string Us(double s) { return s > 0 ? absl::StrFormat("%.1f", s * 1e6) : "—"; }
+std::string Ratio(double num, double den) {
+  return num > 0 && den > 0 ? absl::StrFormat("%.2f×", num / den) : "—";
+}
+
+// Configs of `row` whose kernel got `verdict` in the quick pass ("" counts every timed one).
+int64_t CountQuick(const Row& row, const std::string& verdict) {
+  int64_t n = 0;
+  for (size_t c = 0; c < row.configs.size(); ++c) {
+    const size_t k = row.kernel_of[c];
+    if (k >= row.quick.size()) continue;
+    const std::string& v = row.quick[k].verdict;
+    const bool timed = !v.empty() && v != "SKIPPED" && v != "COMPILE_ERROR" && v != "NOT_EVALUATED";
+    if (verdict.empty() ? timed : v == verdict) ++n;
+  }
+  return n;
+}
+
+int64_t CountCompiled(const Row& row, bool ok) {
+  int64_t n = 0;
+  for (size_t c = 0; c < row.configs.size(); ++c) {
+    const v1::CompileStatus s = row.kernels[row.kernel_of[c]].compiled.status();
+    if (ok ? s == v1::COMPILE_OK : (s != v1::COMPILE_OK && s != v1::COMPILE_STATUS_UNSPECIFIED)) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+struct TableContext {
+  bool compile_only = false;
+  const std::map<std::string, TorchTimes>* torch = nullptr;
+  v1::GpuInfo gpu;
+  double total_s = 0;
+  int max_configs = 0;
+  double budget_s = 0;
+  bool final = true;
+};
+
+std::string CompileOnlyTable(const std::vector<std::unique_ptr<Row>>& rows,
+                             const TableContext& ctx) {
+  std::string out =
+      "| op, shape, dtype | family | product space | canonical | valid | to sweep | kernels | "
+      "compiled | compile failed | enumerate s | compile s |\n"
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  int64_t valid = 0, compiled = 0;
+  for (const auto& r : rows) {
+    if (!r->error.empty()) {
+      absl::StrAppend(&out, "| ", r->anchor.label, " | ", r->family, " | ", r->error,
+                      " | | | | | | | | |\n");
+      continue;
+    }
+    valid += static_cast<int64_t>(r->enumeration.valid.size());
+    compiled += CountCompiled(*r, true);
+    absl::StrAppendFormat(&out, "| %s | %s | %.0f | %d | %d | %d | %d | %d | %d | %.2f | %.1f |\n",
+                          r->anchor.label, r->family, r->enumeration.product,
+                          r->enumeration.canonical, r->enumeration.valid.size(), r->configs.size(),
+                          r->kernels.size(), CountCompiled(*r, true), CountCompiled(*r, false),
+                          r->enumerate_s, r->compile_s);
+  }
+  absl::StrAppendFormat(
+      &out,
+      "\n%d valid configs in all, %d compiled; total %.1f s (enumerate + "
+      "generate + compile%s%s).\n",
+      valid, compiled, ctx.total_s,
+      ctx.max_configs > 0 ? absl::StrCat(", at most ", ctx.max_configs, " configs per row") : "",
+      ctx.budget_s > 0 ? absl::StrCat(", time budget ", ctx.budget_s, " s") : "");
+  return out;
+}
+
+std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableContext& ctx) {
+  if (ctx.compile_only) return CompileOnlyTable(rows, ctx);
+  const v1::GpuInfo& gpu = ctx.gpu;
+  std::string out;
+  absl::StrAppendFormat(
+      &out,
+      "Synthesizer sweep on %s (%s, %d SMs, measured copy bandwidth %.2f TB/s)%s. Eager and "
+      "best synth: the worker's full validation + timing (interleaved, L2 flushed, median); "
+      "torch.compile and \"py eager\": tools/bench/torch_compile_times.py (CUDA events, L2 "
+      "flushed, interleaved, median).\n\n",
+      gpu.name(), gpu.arch(), gpu.sm_count(), gpu.copy_bandwidth_bytes_per_s() / 1e12,
+      ctx.final ? "" : " — IN PROGRESS");
+  absl::StrAppend(
+      &out,
+      "| op, shape, dtype | configs swept | valid | quick pass | eager µs | py eager µs | "
+      "torch.compile µs | max-autotune µs | best synth µs | speedup vs eager | vs torch.compile | "
+      "floor µs | % of floor | best config (params) | sweep s |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "| --- | ---: |\n");
+  for (const auto& r : rows) {
+    const TorchTimes* t =
+        ctx.torch && ctx.torch->count(r->anchor.id) ? &ctx.torch->at(r->anchor.id) : nullptr;
+    const double tc = t && t->compiled_s.count("default") ? t->compiled_s.at("default") : 0;
+    const double tma = t && t->compiled_s.count("max-autotune-no-cudagraphs")
+                           ? t->compiled_s.at("max-autotune-no-cudagraphs")
+                           : 0;
+    const double best_tc = tc > 0 && tma > 0 ? std::min(tc, tma) : std::max(tc, tma);
+    const double floor = FloorSeconds(r->anchor.target, gpu);
+    if (!r->error.empty() || !r->done) {
+      absl::StrAppend(
+          &out, "| ", r->anchor.label, " | — | ",
+          r->enumeration.valid.empty() ? "—" : std::to_string(r->enumeration.valid.size()),
+          " | — | — | ", Us(t ? t->eager_s : 0), " | ", Us(tc), " | ", Us(tma), " | — | — | — | ",
+          Us(floor), " | — | ", r->error.empty() ? "not reached yet" : r->error, " | — |\n");
+      continue;
+    }
+    double eager = 0, best = 0, eval_floor = 0;
+    std::string config = "no quick-pass winner";
+    if (r->winner) {
+      const FullResult& w = r->full[*r->winner];
+      eager = w.result.eager().median_s();
+      best = w.result.candidate().median_s();
+      eval_floor = w.result.floor_s();
+      const Kernel& k = r->kernels[w.kernel];
+      config = DescribeConfig(r->configs[k.configs.front()]);
+      if (k.configs.size() > 1) {
+        absl::StrAppend(&config, " (+", k.configs.size() - 1, " configs, same kernel)");
+      }
+      absl::StrAppendFormat(&config, "; CI %.1f–%.1f µs, %s", w.result.candidate().ci_low_s() * 1e6,
+                            w.result.candidate().ci_high_s() * 1e6, w.result.candidate().mode());
+    } else if (!r->full.empty()) {
+      eager = r->full.front().result.eager().median_s();
+      const auto& d = r->full.front().result;
+      config = absl::StrCat("none of ", r->full.size(),
+                            " passed full validation (first: ", v1::Verdict_Name(d.verdict()), " ",
+                            d.diagnostics().message().substr(0, 120), ")");
+    }
+    const double shown_floor = eval_floor > 0 ? eval_floor : floor;
+    const double sweep_s = r->enumerate_s + r->generate_s + r->compile_s + r->quick_s + r->full_s;
+    absl::StrAppendFormat(
+        &out, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
+        r->anchor.label, CountQuick(*r, ""), r->enumeration.valid.size(), CountQuick(*r, "PASS"),
+        Us(eager), Us(t ? t->eager_s : 0), Us(tc), Us(tma), Us(best), Ratio(eager, best),
+        Ratio(best_tc, best), Us(shown_floor),
+        best > 0 && shown_floor > 0 ? absl::StrFormat("%.0f%%", 100 * shown_floor / best) : "—",
+        config, sweep_s);
+  }
+  absl::StrAppendFormat(
+      &out,
+      "\nTotal sweep time %.0f s%s%s. \"configs swept\": compiled and timed in the quick pass; "
+      "fewer than \"valid\" when the sweep was capped (--max-configs) or time-boxed "
+      "(--time-budget-s), which keeps the cost-model prior's best configs interleaved with "
+      "seeded random ones. \"quick pass\": correct on one input set. vs torch.compile: "
+      "against the faster of its two modes. %% of floor = floor / best synth.\n",
+      ctx.total_s,
+      ctx.max_configs > 0 ? absl::StrCat(", at most ", ctx.max_configs, " configs per row") : "",
+      ctx.budget_s > 0 ? absl::StrCat(", time budget ", ctx.budget_s, " s") : "");
+  bool notes = false;
+  if (ctx.torch) {
+    for (const auto& [id, t] : *ctx.torch) {
+      if (t.note.empty()) continue;
+      if (!notes) absl::StrAppend(&out, "\ntorch.compile notes:\n");
+      notes = true;
+      absl::StrAppend(&out, "- ", id, ": ", t.note, "\n");
+    }
+  }
+  return out;
+}
+
+// Every swept config of a row with its quick and full results, tab-separated.
+absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::string text =
+      "config\tkernel\tcompile\tquick_verdict\tquick_us\treps\tpruned\tmax_normalized\tfull_"
+      "verdict\tfull_us\tmessage\n";
+  std::map<size_t, const FullResult*> full;
+  for (const FullResult& f : row.full) full[f.kernel] = &f;
+  for (size_t c = 0; c < row.configs.size(); ++c) {
+    const size_t k = row.kernel_of[c];
+    const QuickResult q = k < row.quick.size() ? row.quick[k] : QuickResult{};
+    const FullResult* f = full.count(k) ? full[k] : nullptr;
+    std::string message =
+        f && f->result.verdict() != v1::PASS ? f->result.diagnostics().message() : q.message;
+    for (char& ch : message) {
+      if (ch == '\t' || ch == '\n') ch = ' ';
+    }
+    absl::StrAppendFormat(
+        &text, "%s\t%d\t%s\t%s\t%.3f\t%d\t%d\t%.3g\t%s\t%.3f\t%s\n", row.configs[c].ToString(), k,
+        v1::CompileStatus_Name(row.kernels[k].compiled.status()), q.verdict, q.median_s * 1e6,
+        q.reps, q.pruned ? 1 : 0, q.max_normalized, f ? v1::Verdict_Name(f->result.verdict()) : "",
+        f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300));
+  }
+  return WriteFile(dir / absl::StrCat(row.anchor.id, ".tsv"), text);
+}
+
+std::string ExeDir() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : self.parent_path().string();
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
+  std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
+  int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234;
+  bool compile_only = false, shape_generic = false;
+  double prune = 2.0, budget_s = 0;
+  app.add_option("--rows", rows_filter, "comma-separated anchor row ids or 1-based positions");
+  app.add_option("--max-configs", max_configs,
+                 "sweep at most N valid configs per row (the prior's best N/2 and N/2 seeded "
+                 "random ones); 0: all")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--time-budget-s", budget_s,
+                 "stop compiling a row once its share of this many seconds is spent (rows "
+                 "share it evenly, earlier rows' savings pass on); 0: no limit")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--compile-only", compile_only,
+               "stop before the GPU: enumerate, compile and print the counts");
+  app.add_option("--top", top, "quick-pass winners put through full validation")
+      ->check(CLI::Range(1, 50));
+  app.add_option("--jobs", jobs, "compile threads (0: cores - 1, or cores - 2 with the GPU)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--reps", reps, "timed reps per config in the quick pass")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--prune", prune,
+                 "quick pass: stop timing a config after one rep when it is this many times "
+                 "slower than the best so far")
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--torch-times", torch_path, "JSON written by torch_compile_times.py");
+  app.add_option("--out", out_path,
+                 "also write the markdown table to this file (rewritten after every row)");
+  app.add_option("--details", details_dir, "write every config's results as DIR/<row>.tsv");
+  app.add_option("--emit-rows", emit_rows,
+                 "write the anchor rows (ops, args, shapes) as JSON for torch_compile_times.py "
+                 "and exit");
+  app.add_option("--cache", cache_dir, "compile cache directory (default: a temp dir, removed)");
+  app.add_option("--work-dir", work_dir, "scratch for the quick pass (default: a temp dir)");
+  app.add_option("--seed", seed, "seed of the random inputs and of the sweep order");
+  app.add_flag("--shape-generic", shape_generic,
+               "full validation also on the evaluator's held-out shape");
+  CLI11_PARSE(app, argc, argv);
+
+  absl::StatusOr<std::vector<AnchorRow>> anchors = bench::SelectRows(rows_filter, kTargetIdPrefix);
+  if (!anchors.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(anchors.status().message()).c_str());
+    return 2;
+  }
+  if (!emit_rows.empty()) {
+    absl::Status s = WriteFile(emit_rows, RowsJson(*anchors).dump(2) + "\n");
+    if (!s.ok()) {
+      std::fprintf(stderr, "--emit-rows: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+    return 0;
+  }
+  absl::StatusOr<std::map<std::string, TorchTimes>> torch = ReadTorchTimes(torch_path);
+  if (!torch.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(torch.status().message()).c_str());
+    return 2;
+  }
+
+  const std::string tag = absl::StrCat(::getpid());
+  const bool temp_cache = cache_dir.empty();
+  if (temp_cache) cache_dir = absl::StrCat("/tmp/kforge-synth-sweep-cache-", tag);
+  const bool temp_work = work_dir.empty();
+  if (temp_work) work_dir = absl::StrCat("/tmp/kforge-synth-sweep-work-", tag);
+  // Temp scratch and a temp cache go on every way out (a given --work-dir or --cache stays).
+  struct Cleanup {
+    std::string work, cache;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!work.empty()) std::filesystem::remove_all(work, ec);
+      if (!cache.empty()) std::filesystem::remove_all(cache, ec);
+    }
+  } cleanup{temp_work ? work_dir : "", temp_cache ? cache_dir : ""};
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore("dir:" + cache_dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "--cache %s: %s\n", cache_dir.c_str(),
+                 std::string(store.status().message()).c_str());
+    return 2;
+  }
+  CompilerOptions compiler_options;
+  compiler_options.time_limit = absl::Seconds(120);
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler =
+      Compiler::Create(compiler_options, store->get());
+  if (!compiler.ok()) {
+    std::fprintf(stderr, "cannot compile: %s\n", std::string(compiler.status().message()).c_str());
+    return 3;
+  }
+
+  Clock::time_point start = Clock::now();
+  // The GPU first (its child measures bandwidth and SMs), so the families bind for it.
+  v1::GpuInfo gpu;
+  std::unique_ptr<Evaluator> evaluator;
+  synth::GpuModel model;  // H200 defaults for --compile-only
+  if (!compile_only) {
+    absl::StatusOr<std::unique_ptr<Evaluator>> created = Evaluator::Create({});
+    if (!created.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(created.status().message()).c_str());
+      return 3;
+    }
+    evaluator = std::move(*created);
+    absl::StatusOr<std::vector<v1::GpuInfo>> gpus = evaluator->GetGpuInfo();
+    if (!gpus.ok() || gpus->empty()) {
+      std::fprintf(stderr, "no GPU to sweep on (%s); --compile-only runs without one\n",
+                   gpus.ok() ? "none reported" : std::string(gpus.status().message()).c_str());
+      return 3;
+    }
+    gpu = (*gpus)[0];
+    model = synth::GpuModel::FromInfo(gpu);
+  }
+  v1::CompileOptions compile_options;
+  compile_options.set_arch(compile_only ? "sm_90" : gpu.arch());
+  // Leave a core to the evaluator and quick-pass children while the GPU work overlaps compiles.
+  if (jobs == 0) {
+    jobs =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - (compile_only ? 1 : 2));
+  }
+
+  std::vector<std::unique_ptr<Row>> rows;
+  for (AnchorRow& a : *anchors) {
+    rows.push_back(std::make_unique<Row>());
+    rows.back()->anchor = std::move(a);
+  }
+  TableContext ctx;
+  ctx.compile_only = compile_only;
+  ctx.torch = &*torch;
+  ctx.gpu = gpu;
+  ctx.max_configs = max_configs;
+  ctx.budget_s = budget_s;
+  auto publish = [&](bool final) {
+    ctx.final = final;
+    ctx.total_s = Seconds(start);
+    const std::string table = Table(rows, ctx);
+    if (final) {
+      std::printf("%s", table.c_str());
+      std::fflush(stdout);
+    }
+    if (!out_path.empty()) {
+      absl::Status s = WriteFile(out_path, table);
+      if (!s.ok()) std::fprintf(stderr, "--out: %s\n", std::string(s.message()).c_str());
+    }
+  };
+  {
+    CompilePool pool(compiler->get(), compile_options, jobs);
+    // Row r stops compiling at its cumulative share of the budget, less a reserve for the
+    // GPU work of the last row.
+    const double reserve = std::min(30.0, budget_s / 4);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      Row& r = *rows[i];
+      if (budget_s > 0) {
+        r.compile_deadline =
+            start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                        (budget_s - reserve) * static_cast<double>(i + 1) / rows.size()));
+      }
+      // Enumeration and generation are quick next to compiling: queue each row as it is ready.
+      PrepareRow(r, model, max_configs, static_cast<uint64_t>(seed));
+      std::fprintf(stderr,
+                   "%s: %s, %zu valid configs (enumerated in %.1f s, %.0f configs/s), %zu to "
+                   "sweep, %zu distinct kernels%s%s\n",
+                   r.anchor.id.c_str(), r.family.c_str(), r.enumeration.valid.size(), r.enumerate_s,
+                   r.enumeration.product / std::max(r.enumerate_s, 1e-9), r.configs.size(),
+                   r.kernels.size(), r.error.empty() ? "" : ": ", r.error.c_str());
+      std::vector<std::pair<int64_t, std::string>> reasons;
+      for (const auto& [why, n] : r.enumeration.refusals) reasons.emplace_back(-n, why);
+      std::sort(reasons.begin(), reasons.end());
+      for (size_t j = 0; j < reasons.size() && j < 3; ++j) {
+        std::fprintf(stderr, "  %s: %lld canonical configs refused: %s\n", r.anchor.id.c_str(),
+                     static_cast<long long>(-reasons[j].first), reasons[j].second.c_str());
+      }
+      if (r.error.empty()) pool.Add(&r);
+    }
+
+    std::unique_ptr<EvaluationPipeline> pipeline;
+    if (!compile_only) {
+      pipeline = std::make_unique<EvaluationPipeline>(compiler->get(), evaluator.get(), nullptr);
+    }
+    QuickOptions quick;
+    quick.child = (std::filesystem::path(ExeDir()) / "kforge-synth-sweep-quick").string();
+    quick.reps = reps;
+    quick.prune_factor = prune;
+    for (auto& r : rows) {
+      if (!r->error.empty()) {
+        r->done = true;
+        continue;
+      }
+      pool.Wait(*r);
+      r->compiled_ok = CountCompiled(*r, true);
+      for (const Kernel& k : r->kernels) {
+        if (k.compiled.status() != v1::COMPILE_OK &&
+            k.compiled.status() != v1::COMPILE_STATUS_UNSPECIFIED) {
+          std::fprintf(stderr, "  %s: first compile failure (%s): %s\n", r->anchor.id.c_str(),
+                       v1::CompileStatus_Name(k.compiled.status()).c_str(),
+                       k.compiled.log().substr(0, 600).c_str());
+          break;
+        }
+      }
+      std::fprintf(stderr, "  %s: %lld of %zu configs compiled in %.1f s (%.1f configs/s)\n",
+                   r->anchor.id.c_str(), static_cast<long long>(r->compiled_ok), r->configs.size(),
+                   r->compile_s, r->compiled_ok / std::max(r->compile_s, 1e-9));
+      if (compile_only) {
+        r->done = true;
+        continue;
+      }
+      absl::StatusOr<std::string> inputs =
+          bench::MakeInputs(r->anchor, static_cast<uint64_t>(seed));
+      if (!inputs.ok()) {
+        r->error = absl::StrCat("inputs: ", inputs.status().message());
+        r->done = true;
+        continue;
+      }
+      Clock::time_point t = Clock::now();
+      const std::filesystem::path row_dir = std::filesystem::path(work_dir) / r->anchor.id;
+      absl::Status q = QuickPass(*r, *inputs, row_dir, quick);
+      r->quick_s = Seconds(t);
+      std::error_code ec;
+      std::filesystem::remove_all(row_dir, ec);
+      if (!q.ok()) {
+        r->error = absl::StrCat("quick pass: ", q.message());
+        std::fprintf(stderr, "  %s: %s\n", r->anchor.id.c_str(), r->error.c_str());
+        r->done = true;
+        publish(false);
+        continue;
+      }
+      t = Clock::now();
+      // Past the budget: one full validation instead of `top`.
+      const bool late = budget_s > 0 && Seconds(start) > budget_s;
+      FullValidation(*r, *pipeline, *inputs, gpu.arch(), late ? 1 : top, shape_generic);
+      r->full_s = Seconds(t);
+      r->done = true;
+      if (!details_dir.empty()) {
+        absl::Status s = WriteDetails(*r, details_dir);
+        if (!s.ok()) std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      }
+      publish(false);
+    }
+  }
+  publish(true);
+  return 0;
+}
+
+}  // namespace
+}  // namespace kforge
+
+int main(int argc, char** argv) { return kforge::Main(argc, argv); }

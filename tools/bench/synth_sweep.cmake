@@ -1,0 +1,20 @@
+# kforge-synth-sweep (tools/bench/synth_sweep.cc): the synthesizer's exhaustive sweep of the
+# anchor shapes of ../shared/GPU.md beside eager, torch.compile and the floor; and its quick-pass
+# child kforge-synth-sweep-quick (synth_sweep_quick.cc: LibTorch + the CUDA driver, so a
+# faulting kernel costs a child restart). Run on the GPU by tools/gpu-steps/synth_sweep.sh;
+# --compile-only runs anywhere. Included from services/proposer/synth.cmake.
+include(${CMAKE_SOURCE_DIR}/tools/bench/anchor_rows.cmake)
+add_executable(kforge-synth-sweep ${CMAKE_SOURCE_DIR}/tools/bench/synth_sweep.cc)
+target_link_libraries(kforge-synth-sweep PRIVATE
+  kforge_bench_anchor_rows kforge_synth kforge_evaluate_service kforge_tensor_io kforge_common
+  CLI11::CLI11 nlohmann_json::nlohmann_json)
+set_target_properties(kforge-synth-sweep PROPERTIES BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}")
+
+add_executable(kforge-synth-sweep-quick ${CMAKE_SOURCE_DIR}/tools/bench/synth_sweep_quick.cc)
+target_link_libraries(kforge-synth-sweep-quick PRIVATE
+  kforge_evaluator_core kforge_reference kforge_launch_plan kforge_tensor_io kforge_common
+  nlohmann_json::nlohmann_json CUDA::cuda_driver)
+set_target_properties(kforge-synth-sweep-quick PROPERTIES BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}")
+
+# The children the sweep starts from its own directory.
+add_dependencies(kforge-synth-sweep kforge-synth-sweep-quick kforge-evaluator kforge-nvrtc)

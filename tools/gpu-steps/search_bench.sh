@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# GPU round step (tools/gpu-check runs it with OUT_DIR): issue 5's benchmark (b) — on three
+# anchor targets of ../shared/GPU.md (group_norm 1×512×128×128, softmax 1×8×2048×2048 and
+# adaptive_avg_pool2d 32×2048×7×7, all fp32), the best speedup over eager after 10, 25 and 50
+# evaluations by the MCTS (SearchDriver + synthesizer proposer) beside uniform random sampling
+# of the same synthesizer space, every evaluation the worker's full validation + timing.
+# Writes the table to $OUT_DIR/search-bench.md (rewritten as results come in, so a cut-short
+# run still leaves what it measured) and every evaluation to search-bench-details/<row>.tsv.
+#
+# Budget: about 4 minutes of GPU-machine time — the benchmark stops dispatching after
+# KFORGE_SEARCH_BENCH_BUDGET_S (default 210 s; both methods run side by side, so a cut costs
+# them alike and the table marks the shortened cells), then finishes what is in flight.
+#   KFORGE_SEARCH_BENCH_ROWS=id,id        rows (kforge-bench-search --help; default the three)
+#   KFORGE_SEARCH_BENCH_EVALUATIONS=N     evaluations per target and method (default 50)
+#   KFORGE_SEARCH_BENCH_SEEDS=N           seeds per method (default 1)
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OUT_DIR=${1:-out/gpu-check}
+mkdir -p "$OUT_DIR"
+BENCH=build/bin/kforge-bench-search
+BUDGET=${KFORGE_SEARCH_BENCH_BUDGET_S:-210}
+EVALUATIONS=${KFORGE_SEARCH_BENCH_EVALUATIONS:-50}
+SEEDS=${KFORGE_SEARCH_BENCH_SEEDS:-1}
+row_args=()
+[[ -n ${KFORGE_SEARCH_BENCH_ROWS:-} ]] && row_args=(--rows "$KFORGE_SEARCH_BENCH_ROWS")
+
+if [[ ! -x $BENCH ]]; then
+  echo "$BENCH is missing: build the kforge-bench-search target (tools/build) before tools/gpu-pack" |
+    tee "$OUT_DIR/search-bench.md"
+  exit 1
+fi
+rm -f "$OUT_DIR/search-bench.md"
+# Hard limit: the budget plus what is in flight when it ends (an evaluation on the softmax
+# row's 128 MiB of inputs may take seconds).
+timeout $((BUDGET + 150)) "$BENCH" "${row_args[@]}" --evaluations "$EVALUATIONS" --seeds "$SEEDS" \
+  --time-budget-s "$BUDGET" --out "$OUT_DIR/search-bench.md" --details "$OUT_DIR/search-bench-details"
+rc=$?
+[[ $rc -eq 124 ]] && echo "kforge-bench-search hit its hard time limit; $OUT_DIR/search-bench.md holds what it had measured"
+[[ -s $OUT_DIR/search-bench.md ]] ||
+  echo "kforge-bench-search exited with $rc before writing a table; its log is search_bench.txt" >"$OUT_DIR/search-bench.md"
+exit $rc
