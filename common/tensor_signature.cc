@@ -79,4 +79,20 @@ std::string ScalarText(const v1::ScalarValue& value) {
   }
 }
 
+v1::TensorSignature DenseSignature(const std::vector<int64_t>& sizes, v1::DType dtype,
+                                   const std::string& device) {
+  v1::TensorSignature sig;
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= sizes[d];
+  }
+  for (int64_t s : sizes) sig.add_sizes(s);
+  for (int64_t s : strides) sig.add_strides(s);
+  sig.set_dtype(dtype);
+  sig.set_device(device);
+  return sig;
+}
+
 }  // namespace kforge

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kforge/v1/common.pb.h"
 
@@ -14,6 +15,9 @@ int ElementSize(v1::DType dtype);
 // "float32", "bfloat16", ... as torch names them.
 std::string DTypeName(v1::DType dtype);
 int64_t Numel(const v1::TensorSignature& sig);
+// A dense row-major signature of `sizes` on `device`.
+v1::TensorSignature DenseSignature(const std::vector<int64_t>& sizes, v1::DType dtype,
+                                   const std::string& device = "cuda:0");
 // Dense row-major (size-1 dims may have any stride). A signature captured without strides is
 // dense by convention.
 bool IsContiguous(const v1::TensorSignature& sig);

@@ -292,6 +292,27 @@ absl::StatusOr<v1::GpuInfo> CudaEvaluationBackend::Start() {
   return info_;
 }
 
+// Median seconds of five runs of `work` between events on `s` (after one warm-up run).
+absl::StatusOr<double> MedianEventSeconds(CUstream s, const std::function<void()>& work) {
+  work();
+  std::vector<double> seconds;
+  for (int i = 0; i < 5; ++i) {
+    CUevent start = nullptr, end = nullptr;
+    KF_CU_RETURN(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    KF_CU_RETURN(cuEventCreate(&end, CU_EVENT_DEFAULT));
+    KF_CU_RETURN(cuEventRecord(start, s));
+    work();
+    KF_CU_RETURN(cuEventRecord(end, s));
+    KF_CU_RETURN(cuEventSynchronize(end));
+    float ms = 0;
+    KF_CU_RETURN(cuEventElapsedTime(&ms, start, end));
+    KF_CU_RETURN(cuEventDestroy(start));
+    KF_CU_RETURN(cuEventDestroy(end));
+    seconds.push_back(ms * 1e-3);
+  }
+  return Median(seconds);
+}
+
 // Peak arithmetic as the GPU's own GEMM libraries reach it: a 4096^3 fp32 GEMM (PyTorch's
 // default "highest" matmul precision keeps it off TF32, so it measures CUDA-core FMA
 // throughput) and the same in bf16 on tensor cores. Achieved rather than datasheet figures,
@@ -303,24 +324,9 @@ absl::Status CudaEvaluationBackend::MeasurePeakFlops() {
     try {
       auto opts = at::TensorOptions().dtype(dtype).device(at::kCUDA);
       at::Tensor a = at::randn({kN, kN}, opts), b = at::randn({kN, kN}, opts);
-      at::Tensor c = at::mm(a, b);  // warm-up: cuBLAS heuristics and workspace
-      CUstream s = stream();
-      std::vector<double> seconds;
-      for (int i = 0; i < 5; ++i) {
-        CUevent start = nullptr, end = nullptr;
-        KF_CU_RETURN(cuEventCreate(&start, CU_EVENT_DEFAULT));
-        KF_CU_RETURN(cuEventCreate(&end, CU_EVENT_DEFAULT));
-        KF_CU_RETURN(cuEventRecord(start, s));
-        at::mm_out(c, a, b);
-        KF_CU_RETURN(cuEventRecord(end, s));
-        KF_CU_RETURN(cuEventSynchronize(end));
-        float ms = 0;
-        KF_CU_RETURN(cuEventElapsedTime(&ms, start, end));
-        KF_CU_RETURN(cuEventDestroy(start));
-        KF_CU_RETURN(cuEventDestroy(end));
-        seconds.push_back(ms * 1e-3);
-      }
-      double median = Median(seconds);
+      at::Tensor c = at::empty({kN, kN}, opts);
+      // The warm-up run also settles cuBLAS's heuristics and workspace.
+      KF_ASSIGN_OR_RETURN(double median, MedianEventSeconds(stream(), [&] { at::mm_out(c, a, b); }));
       return median > 0 ? kFlops / median : 0.0;
     } catch (const c10::Error& e) {
       return absl::ResourceExhaustedError(
@@ -346,26 +352,13 @@ absl::Status CudaEvaluationBackend::MeasureCopyBandwidth() {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate 2 GiB to measure copy bandwidth: ", e.what_without_backtrace()));
   }
-  CUstream s = stream();
   auto from = reinterpret_cast<CUdeviceptr>(src.data_ptr());
   auto to = reinterpret_cast<CUdeviceptr>(dst.data_ptr());
-  KF_CU_RETURN(cuMemcpyDtoDAsync(to, from, kBytes, s));  // warm-up
-  std::vector<double> seconds;
-  for (int i = 0; i < 5; ++i) {
-    CUevent start = nullptr, end = nullptr;
-    KF_CU_RETURN(cuEventCreate(&start, CU_EVENT_DEFAULT));
-    KF_CU_RETURN(cuEventCreate(&end, CU_EVENT_DEFAULT));
-    KF_CU_RETURN(cuEventRecord(start, s));
-    KF_CU_RETURN(cuMemcpyDtoDAsync(to, from, kBytes, s));
-    KF_CU_RETURN(cuEventRecord(end, s));
-    KF_CU_RETURN(cuEventSynchronize(end));
-    float ms = 0;
-    KF_CU_RETURN(cuEventElapsedTime(&ms, start, end));
-    KF_CU_RETURN(cuEventDestroy(start));
-    KF_CU_RETURN(cuEventDestroy(end));
-    seconds.push_back(ms * 1e-3);
-  }
-  double median = Median(seconds);
+  CUresult copied = CUDA_SUCCESS;
+  KF_ASSIGN_OR_RETURN(double median, MedianEventSeconds(stream(), [&] {
+    if (CUresult r = cuMemcpyDtoDAsync(to, from, kBytes, stream()); r != CUDA_SUCCESS) copied = r;
+  }));
+  KF_CU_RETURN(copied);
   // A copy reads and writes every byte.
   info_.set_copy_bandwidth_bytes_per_s(median > 0 ? 2.0 * static_cast<double>(kBytes) / median
                                                   : 0);

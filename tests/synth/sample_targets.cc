@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "common/tensor_signature.h"
 #include "gtest/gtest.h"
 #include "services/proposer/synth/family_registry.h"
 #include "services/proposer/synth/seeded_rng.h"
@@ -81,18 +82,7 @@ class TargetBuilder {
 }  // namespace
 
 v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype) {
-  v1::TensorSignature sig;
-  std::vector<int64_t> strides(sizes.size());
-  int64_t stride = 1;
-  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-    strides[d] = stride;
-    stride *= sizes[d];
-  }
-  for (int64_t s : sizes) sig.add_sizes(s);
-  for (int64_t s : strides) sig.add_strides(s);
-  sig.set_dtype(dtype);
-  sig.set_device("cuda:0");
-  return sig;
+  return DenseSignature(sizes, dtype);
 }
 
 const std::vector<v1::DType>& FloatDTypes() {

@@ -6,23 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "common/tensor_signature.h"
 #include "kforge/v1/common.pb.h"
 
 namespace kforge::testing {
 
 inline v1::TensorSignature Contiguous(const std::vector<int64_t>& sizes, v1::DType dtype) {
-  v1::TensorSignature sig;
-  int64_t stride = 1;
-  std::vector<int64_t> strides(sizes.size());
-  for (size_t d = sizes.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= sizes[d];
-  }
-  for (int64_t s : sizes) sig.add_sizes(s);
-  for (int64_t s : strides) sig.add_strides(s);
-  sig.set_dtype(dtype);
-  sig.set_device("cuda:0");
-  return sig;
+  return DenseSignature(sizes, dtype);
 }
 
 inline v1::Argument TensorArg(const std::string& name, const std::string& value) {

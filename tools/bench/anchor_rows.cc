@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "common/op_cost.h"
 #include "common/tensor_io.h"
+#include "common/tensor_signature.h"
 
 namespace kforge::bench {
 namespace {
@@ -21,18 +22,7 @@ namespace {
 using synth::Config;
 
 v1::TensorSignature Dense(const std::vector<int64_t>& sizes, v1::DType dtype) {
-  v1::TensorSignature sig;
-  std::vector<int64_t> strides(sizes.size());
-  int64_t stride = 1;
-  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-    strides[d] = stride;
-    stride *= sizes[d];
-  }
-  for (int64_t s : sizes) sig.add_sizes(s);
-  for (int64_t s : strides) sig.add_strides(s);
-  sig.set_dtype(dtype);
-  sig.set_device("cuda:0");
-  return sig;
+  return DenseSignature(sizes, dtype);
 }
 
 v1::ScalarValue Int(int64_t v) {

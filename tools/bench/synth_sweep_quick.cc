@@ -30,6 +30,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cuda_driver.h"
+#include "common/kernel_launch.h"
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
 #include "common/tensor_io.h"
@@ -44,7 +46,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int64_t kDefaultSharedLimit = 48 * 1024;
 constexpr int64_t kGuardBytes = 4096;
 constexpr uint8_t kGuardByte = 0x3C;
 
@@ -300,14 +301,11 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
     CUmodule m;
     ~Unload() { cuModuleUnload(m); }
   } unload{module};
-  std::map<std::string, CUfunction> functions;
-  for (const std::string& entry : plan->EntryPoints()) {
-    CUfunction f = nullptr;
-    if ((r = cuModuleGetFunction(&f, module, entry.c_str())) != CUDA_SUCCESS) {
-      return fail("LAUNCH_ERROR", absl::StrCat("no entry point ", entry, ": ", CuDescribe(r)));
-    }
-    functions[entry] = f;
-  }
+  absl::StatusOr<const CudaDriver*> driver = CudaDriver::Get();
+  if (!driver.ok()) return fail("LAUNCH_ERROR", std::string(driver.status().message()));
+  absl::StatusOr<KernelFunctions> functions =
+      GetKernelFunctions(**driver, module, plan->EntryPoints());
+  if (!functions.ok()) return fail("LAUNCH_ERROR", std::string(functions.status().message()));
 
   std::vector<v1::TensorSignature> in_sigs, out_sigs;
   for (const at::Tensor& t : inputs_) in_sigs.push_back(SignatureOf(t));
@@ -315,18 +313,9 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
   absl::StatusOr<ResolvedPlan> resolved =
       plan->Resolve(BindSymbols(in_sigs, out_sigs, runner_->scalar_args().ints, sms_));
   if (!resolved.ok()) return fail("LAUNCH_ERROR", std::string(resolved.status().message()));
-  for (const ResolvedLaunch& launch : resolved->launches) {
-    if (launch.shared_bytes > smem_optin_) {
-      return fail("LAUNCH_ERROR", absl::StrCat(launch.shared_bytes, " bytes of shared memory"));
-    }
-    CUfunction f = functions.at(launch.entry);
-    if (launch.shared_bytes > kDefaultSharedLimit) {
-      cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                         static_cast<int>(launch.shared_bytes));
-    }
-    if (launch.cluster && launch.cluster->Product() > 8) {
-      cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-    }
+  if (absl::Status ready = PrepareKernelFunctions(**driver, *resolved, *functions, smem_optin_);
+      !ready.ok()) {
+    return fail("LAUNCH_ERROR", std::string(ready.message()));
   }
   if (resolved->scratch_bytes > scratch_.numel()) {
     scratch_ = at::empty({resolved->scratch_bytes},
@@ -351,38 +340,8 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
 
   CUstream s = c10::cuda::getCurrentCUDAStream().stream();
   auto launch_all = [&]() -> std::string {
-    for (const ResolvedLaunch& launch : resolved->launches) {
-      CUlaunchConfig config;
-      std::memset(&config, 0, sizeof(config));
-      config.gridDimX = static_cast<unsigned>(launch.grid.x);
-      config.gridDimY = static_cast<unsigned>(launch.grid.y);
-      config.gridDimZ = static_cast<unsigned>(launch.grid.z);
-      config.blockDimX = static_cast<unsigned>(launch.block.x);
-      config.blockDimY = static_cast<unsigned>(launch.block.y);
-      config.blockDimZ = static_cast<unsigned>(launch.block.z);
-      config.sharedMemBytes = static_cast<unsigned>(launch.shared_bytes);
-      config.hStream = s;
-      CUlaunchAttribute cluster;
-      std::memset(&cluster, 0, sizeof(cluster));
-      if (launch.cluster) {
-        cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        cluster.value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
-        cluster.value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
-        cluster.value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
-        config.attrs = &cluster;
-        config.numAttrs = 1;
-      }
-      void* params[] = {&args};
-      CUresult lr = cuLaunchKernelEx(&config, functions.at(launch.entry), params, nullptr);
-      if (lr != CUDA_SUCCESS) {
-        return absl::StrFormat(
-            "launch of %s (grid %dx%dx%d, block %dx%dx%d, %d B shared) "
-            "refused: %s",
-            launch.entry, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x,
-            launch.block.y, launch.block.z, launch.shared_bytes, CuDescribe(lr));
-      }
-    }
-    return "";
+    absl::Status launched = LaunchKernels(**driver, *resolved, *functions, s, &args);
+    return launched.ok() ? "" : std::string(launched.message());
   };
   auto lost = [&](const std::string& verdict, const std::string& message) {
     *context_lost = !ContextHealthy();
