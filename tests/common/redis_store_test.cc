@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/redis_server.h"
 
@@ -81,7 +82,7 @@ TEST_F(RedisStoreTest, GetManyIsPipelinedAndOrdered) {
   for (int i = 0; i < 200; ++i) {
     keys.push_back("chunk/" + std::to_string(i));
     if (i % 3 == 0) {
-      ASSERT_TRUE(store_->Put(keys.back(), "v" + std::to_string(i)).ok());
+      ASSERT_TRUE(store_->Put(keys.back(), absl::StrCat("v", i)).ok());
     }
   }
   auto values = store_->GetMany(keys);
@@ -89,7 +90,7 @@ TEST_F(RedisStoreTest, GetManyIsPipelinedAndOrdered) {
   ASSERT_EQ(values->size(), keys.size());
   for (int i = 0; i < 200; ++i) {
     if (i % 3 == 0) {
-      EXPECT_EQ((*values)[i], "v" + std::to_string(i));
+      EXPECT_EQ((*values)[i], absl::StrCat("v", i));
     } else {
       EXPECT_FALSE((*values)[i].has_value()) << i;
     }

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/optimize/fake_gpu_lane.h"
 
@@ -77,7 +78,7 @@ TEST(EmbeddedRunnerTest, EachGpuRunsOneEvaluationAtATimeAndEveryGpuIsUsed) {
   }
   const v1::Target target = MakeTarget("t");
   std::vector<std::future<absl::StatusOr<RunOutcome>>> futures;
-  for (int i = 0; i < 8; ++i) futures.push_back(h.Run(target, "c" + std::to_string(i)));
+  for (int i = 0; i < 8; ++i) futures.push_back(h.Run(target, absl::StrCat("c", i)));
   for (auto& f : futures) {
     absl::StatusOr<RunOutcome> outcome = f.get();
     ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -118,8 +119,8 @@ TEST(EmbeddedRunnerTest, FreshProcessAndPolicyReachTheGpu) {
 TEST(EmbeddedRunnerTest, CapturedInputsAreFetchedOncePerTarget) {
   Harness h(2);
   std::vector<std::future<absl::StatusOr<RunOutcome>>> futures;
-  for (int i = 0; i < 4; ++i) futures.push_back(h.Run(MakeTarget("a"), "a" + std::to_string(i)));
-  for (int i = 0; i < 3; ++i) futures.push_back(h.Run(MakeTarget("b"), "b" + std::to_string(i)));
+  for (int i = 0; i < 4; ++i) futures.push_back(h.Run(MakeTarget("a"), absl::StrCat("a", i)));
+  for (int i = 0; i < 3; ++i) futures.push_back(h.Run(MakeTarget("b"), absl::StrCat("b", i)));
   for (auto& f : futures) ASSERT_TRUE(f.get().ok());
   EXPECT_EQ(h.fetches.load(), 2);
   for (auto* fake : h.fakes) {
@@ -177,7 +178,7 @@ TEST(EmbeddedRunnerTest, ShutdownDeliversQueuedWorkAsCancelled) {
     h.pool.gate_open = false;
   }
   std::vector<std::future<absl::StatusOr<RunOutcome>>> futures;
-  for (int i = 0; i < 4; ++i) futures.push_back(h.Run(MakeTarget("t"), "c" + std::to_string(i)));
+  for (int i = 0; i < 4; ++i) futures.push_back(h.Run(MakeTarget("t"), absl::StrCat("c", i)));
   // Wait until the GPU holds one and the other three are compiled and queued.
   {
     std::unique_lock<std::mutex> lock(h.pool.mu);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace kforge {
@@ -115,7 +116,7 @@ TEST_F(LeaseTableTest, LeaseFillsLeaseFields) {
 }
 
 TEST_F(LeaseTableTest, BackpressureCapsOutstandingPerWorker) {
-  for (int i = 0; i < 6; ++i) EnqueueOk("t" + std::to_string(i), v1::TASK_COMPILE);
+  for (int i = 0; i < 6; ++i) EnqueueOk(absl::StrCat("t", i), v1::TASK_COMPILE);
 
   // Default cap of 2 when the worker reports max_outstanding 0.
   std::vector<v1::Task> first = LeaseOk(CpuWorker("w"), 5);
@@ -200,7 +201,7 @@ TEST_F(LeaseTableTest, LapsedLeaseRequeuesAtTheFrontForAnotherWorker) {
 TEST_F(LeaseTableTest, RetryCapMarksThePoisonousTaskFailed) {
   EnqueueOk("poison", v1::TASK_EVALUATE, "sm_90");
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    std::vector<v1::Task> tasks = LeaseOk(GpuWorker("w" + std::to_string(attempt), "sm_90"), 1);
+    std::vector<v1::Task> tasks = LeaseOk(GpuWorker(absl::StrCat("w", attempt), "sm_90"), 1);
     ASSERT_EQ(tasks.size(), 1u) << "attempt " << attempt;
     EXPECT_EQ(tasks[0].attempt(), attempt);
     clock_.Advance(31);
@@ -317,7 +318,7 @@ TEST_F(LeaseTableTest, FinishedTasksBeyondTheRetentionCapAreForgotten) {
 TEST_F(LeaseTableTest, ConcurrentLeasingNeverHandsOneTaskToTwoWorkers) {
   constexpr int kTasks = 2000;
   constexpr int kWorkers = 8;
-  for (int i = 0; i < kTasks; ++i) EnqueueOk("t" + std::to_string(i), v1::TASK_COMPILE);
+  for (int i = 0; i < kTasks; ++i) EnqueueOk(absl::StrCat("t", i), v1::TASK_COMPILE);
 
   std::mutex grants_mu;
   std::map<std::string, std::vector<std::string>> holders;  // task id -> workers granted it
@@ -325,7 +326,7 @@ TEST_F(LeaseTableTest, ConcurrentLeasingNeverHandsOneTaskToTwoWorkers) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      const v1::WorkerInfo worker = CpuWorker("w" + std::to_string(w), 3);
+      const v1::WorkerInfo worker = CpuWorker(absl::StrCat("w", w), 3);
       while (true) {
         absl::StatusOr<std::vector<v1::Task>> tasks = table_.Lease(worker, 3);
         if (!tasks.ok() || tasks->empty()) return;
@@ -362,7 +363,7 @@ TEST_F(LeaseTableTest, ConcurrentLeasingNeverHandsOneTaskToTwoWorkers) {
 TEST_F(LeaseTableTest, ConcurrentLeasingWithLapsesKeepsEveryTaskConsistent) {
   constexpr int kTasks = 500;
   constexpr int kWorkers = 6;
-  for (int i = 0; i < kTasks; ++i) EnqueueOk("t" + std::to_string(i), v1::TASK_COMPILE);
+  for (int i = 0; i < kTasks; ++i) EnqueueOk(absl::StrCat("t", i), v1::TASK_COMPILE);
 
   std::mutex grants_mu;
   std::map<std::string, std::set<std::string>> holders;  // task id -> workers granted it
@@ -378,7 +379,7 @@ TEST_F(LeaseTableTest, ConcurrentLeasingWithLapsesKeepsEveryTaskConsistent) {
   std::vector<std::thread> threads;
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
-      const v1::WorkerInfo worker = CpuWorker("w" + std::to_string(w), 2);
+      const v1::WorkerInfo worker = CpuWorker(absl::StrCat("w", w), 2);
       int abandon = w;
       while (true) {
         LeaseTableStats stats = table_.Stats();
@@ -405,7 +406,7 @@ TEST_F(LeaseTableTest, ConcurrentLeasingWithLapsesKeepsEveryTaskConsistent) {
 
   int finished = 0;
   for (int i = 0; i < kTasks; ++i) {
-    const std::string id = "t" + std::to_string(i);
+    const std::string id = absl::StrCat("t", i);
     absl::StatusOr<TaskStatus> status = table_.Result(id);
     ASSERT_TRUE(status.ok()) << id;
     ASSERT_TRUE(status->state == TaskState::kCompleted || status->state == TaskState::kFailed)
