@@ -70,7 +70,11 @@ absl::StatusOr<std::string> ExportAfterOptimize(const std::string& run_dir) {
   options.out_dir = (std::filesystem::path(run_dir) / "export").string();
   options.force = true;
   absl::StatusOr<ExportResult> result = ExportBundle(options);
-  if (absl::IsFailedPrecondition(result.status())) return std::string();
+  if (absl::IsFailedPrecondition(result.status())) {
+    // Not an error of the run, but never silent: the user expects RUN/export.
+    return absl::StrCat("nothing exported to ", options.out_dir, ": ",
+                        absl::StrReplaceAll(result.status().message(), {{"\n", " "}}), "\n");
+  }
   if (!result.ok()) return result.status();
   return FormatExportSummary(*result);
 }

@@ -13,7 +13,8 @@ namespace kforge {
 void RegisterExportCommands(CLI::App& app);
 
 // Exports the finished run in `run_dir` into `run_dir`/export (replacing an earlier export).
-// Returns the summary to print; "" when the run has nothing to export.
+// Returns what to print: the summary, or one line saying why nothing was exported when the
+// run has nothing to export (no validated winner, or no graph node computes any winner).
 absl::StatusOr<std::string> ExportAfterOptimize(const std::string& run_dir);
 
 }  // namespace kforge

@@ -275,10 +275,25 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
         absl::StrCat("cannot load the TorchScript model ", model_path, ": ", e.what()));
   }
 
-  // Which nodes call which kernels; only kernels that some node calls go into the bundle.
+  // Which nodes call which kernels; only kernels that some node calls go into the bundle. The
+  // capture's graph.json says which nodes were called with each target's signature.
   std::vector<RewriteKernel> rewrite_kernels;
   for (const Winner& w : winners) rewrite_kernels.push_back({w.kernel_id, w.target});
-  KF_ASSIGN_OR_RETURN(RewritePlan rewrite, PlanRewrite(module, rewrite_kernels));
+  std::string graph_json;
+  if (absl::StatusOr<v1::OperatorProfile> profile = dir.ReadProfile(); profile.ok()) {
+    graph_json = profile->graph_json();
+  }
+  if (graph_json.empty()) {
+    if (auto text = ReadWholeFile(dir.capture_dir() / "graph.json"); text.ok()) graph_json = *text;
+  }
+  if (graph_json.empty()) {
+    result.notes.push_back(
+        "the run keeps no capture graph (graph.json): nodes were matched by operator and "
+        "constants only, every such node lists every kernel of its operator and the guards pick "
+        "at run time");
+  }
+  KF_ASSIGN_OR_RETURN(RewritePlan rewrite, PlanRewrite(module, rewrite_kernels, graph_json));
+  if (!rewrite.note.empty()) result.notes.push_back(rewrite.note);
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, Compiler::Create(options.compiler, nullptr));
   BundleManifest manifest;
@@ -294,8 +309,8 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
     auto used = rewrite.nodes_per_kernel.find(w.kernel_id);
     if (used == rewrite.nodes_per_kernel.end()) {
       result.skipped.push_back({w.target.id(), TargetOpName(w.target),
-                                "no node of the TorchScript graph computes this target (operator, "
-                                "constant arguments and recorded types must match)"});
+                                absl::StrCat("no node of the TorchScript graph computes this "
+                                             "target: ", rewrite.unmatched[w.kernel_id])});
       continue;
     }
     const v1::CompileResult& validated = w.candidate.compile();
@@ -384,9 +399,17 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
     result.kernels.push_back(std::move(exported));
   }
   if (manifest.kernels.empty()) {
+    // Every winner was dropped here (the run's own skips come first): say why for each.
+    std::vector<std::string> why;
+    for (size_t i = result.skipped.size() - std::min(result.skipped.size(), winners.size());
+         i < result.skipped.size(); ++i) {
+      const ExportSkip& s = result.skipped[i];
+      why.push_back(absl::StrCat("target ", s.target_id.substr(0, 12), " (", s.op, "): ",
+                                 s.reason));
+    }
     return absl::FailedPreconditionError(absl::StrCat(
         "nothing to export from ", run_root.string(), ": ",
-        result.skipped.empty() ? "no winner" : result.skipped.back().reason));
+        why.empty() ? "no winner" : absl::StrJoin(why, "; ")));
   }
   // Kernels that no node calls are not in the manifest: plan again without them.
   std::set<std::string> kept;

@@ -1,14 +1,18 @@
 // The TorchScript rewrite of guarded dispatch (see graph_rewrite.h).
 #include "runtime/export/graph_rewrite.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
+#include <unordered_map>
 
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/passes/inliner.h>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 
 namespace kforge {
 namespace {
@@ -21,6 +25,34 @@ void CollectNodes(torch::jit::Block* block, std::vector<Node*>* nodes) {
     nodes->push_back(node);
     for (torch::jit::Block* inner : node->blocks()) CollectNodes(inner, nodes);
   }
+}
+
+// One level of InlineAllCalls; whether it inlined anything.
+bool InlineCallsOnce(torch::jit::Block* block) {
+  bool inlined = false;
+  for (auto it = block->nodes().begin(), end = block->nodes().end(); it != end;) {
+    Node* node = *it++;  // the iterator moves on before the node is replaced
+    torch::jit::GraphFunction* callee = nullptr;
+    if (node->kind() == c10::prim::CallMethod) {
+      if (auto cls = node->input(0)->type()->cast<c10::ClassType>()) {
+        if (torch::jit::Function* method = cls->findMethod(node->s(c10::attr::name))) {
+          callee = torch::jit::tryToGraphFunction(*method);
+        }
+      }
+    } else if (node->kind() == c10::prim::CallFunction) {
+      if (auto fn = node->input(0)->type()->cast<c10::FunctionType>()) {
+        callee = torch::jit::tryToGraphFunction(*fn->function());
+        if (callee != nullptr) node->removeInput(0);  // the function constant is no argument
+      }
+    }
+    if (callee != nullptr) {
+      torch::jit::inlineCallTo(node, callee, callee->graph().get());
+      inlined = true;
+      continue;
+    }
+    for (torch::jit::Block* inner : node->blocks()) inlined = InlineCallsOnce(inner) || inlined;
+  }
+  return inlined;
 }
 
 // A value's constant: prim::Constant, or a list built from constants (traced graphs build
@@ -117,8 +149,9 @@ c10::ScalarType ScalarTypeOf(v1::DType dtype) {
   }
 }
 
-// The node's tensor inputs in target order when it computes the target, else nullopt.
-std::optional<std::vector<Value*>> MatchNode(Node* node, const v1::Target& target) {
+// The positions among the node's inputs of the target's tensor inputs, in target order, when
+// the node computes the target; else nullopt.
+std::optional<std::vector<size_t>> MatchNode(Node* node, const v1::Target& target) {
   const v1::SubgraphNode& t = target.nodes(0);
   if (node->kind().toQualString() != t.op()) return std::nullopt;
   const c10::FunctionSchema* schema = node->maybeSchema();
@@ -128,7 +161,8 @@ std::optional<std::vector<Value*>> MatchNode(Node* node, const v1::Target& targe
   for (Value* out : node->outputs()) {
     if (!out->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
   }
-  std::vector<Value*> inputs(target.input_names_size(), nullptr);
+  constexpr size_t kUnset = static_cast<size_t>(-1);
+  std::vector<size_t> inputs(target.input_names_size(), kUnset);
   for (size_t j = 0; j < schema->arguments().size(); ++j) {
     const std::string& name = schema->arguments()[j].name();
     const v1::Argument* recorded = nullptr;
@@ -147,7 +181,7 @@ std::optional<std::vector<Value*>> MatchNode(Node* node, const v1::Target& targe
       for (int k = 0; k < target.input_names_size(); ++k) {
         if (target.input_names(k) == recorded->tensor()) index = k;
       }
-      if (index < 0 || inputs[index] != nullptr) return std::nullopt;
+      if (index < 0 || inputs[index] != kUnset) return std::nullopt;
       // Where the graph records a complete type (traced models), it must agree.
       if (auto type = value->type()->cast<c10::TensorType>()) {
         const v1::TensorSignature& sig = target.inputs(index);
@@ -160,45 +194,203 @@ std::optional<std::vector<Value*>> MatchNode(Node* node, const v1::Target& targe
           return std::nullopt;
         }
       }
-      inputs[index] = value;
+      inputs[index] = j;
     } else {
       std::optional<c10::IValue> constant = ConstantOf(value);
       if (!constant || !ScalarMatches(recorded->scalar(), *constant)) return std::nullopt;
     }
   }
-  for (Value* v : inputs) {
-    if (v == nullptr) return std::nullopt;
+  for (size_t position : inputs) {
+    if (position == kUnset) return std::nullopt;
   }
   return inputs;
 }
 
+// What graph.json says the capture saw at each node: the input signatures of the node's first
+// call in the capture's discovery forward; nullptr where it recorded none.
+using Observed = const nlohmann::json*;
+
+// The capture's graph.json lists forward's graph (inlined as InlineAllCalls does, graph inputs
+// first as prim::Param, constants and attribute reads left out) with the observed signatures
+// of its aten nodes. Returns them per node of `nodes` when both list the same nodes (kinds and
+// value names, in order), else why not.
+absl::StatusOr<std::unordered_map<Node*, Observed>> AlignObservations(
+    const nlohmann::json& doc, const std::vector<Node*>& nodes) {
+  if (!doc.is_object() || doc.value("format", "") != "kforge-graph-v1" ||
+      !doc.contains("nodes") || !doc["nodes"].is_array()) {
+    return absl::InvalidArgumentError("it is not a kforge-graph-v1 document");
+  }
+  std::vector<const nlohmann::json*> listed;
+  for (const nlohmann::json& n : doc["nodes"]) {
+    if (n.is_object() && n.value("kind", "") != "prim::Param") listed.push_back(&n);
+  }
+  std::vector<Node*> ours;
+  for (Node* n : nodes) {
+    if (n->kind() != c10::prim::Constant && n->kind() != c10::prim::GetAttr) ours.push_back(n);
+  }
+  if (listed.size() != ours.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "it lists ", listed.size(), " nodes, the model's inlined graph has ", ours.size()));
+  }
+  std::unordered_map<Node*, Observed> observed;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const nlohmann::json& n = *listed[i];
+    const std::string kind = ours[i]->kind().toQualString();
+    std::vector<std::string> outputs;
+    for (const Value* v : ours[i]->outputs()) outputs.push_back(v->debugName());
+    std::vector<std::string> listed_outputs;
+    for (const nlohmann::json& o : n.value("outputs", nlohmann::json::array())) {
+      listed_outputs.push_back(o.is_object() ? o.value("name", "") : "");
+    }
+    if (n.value("kind", "") != kind || listed_outputs != outputs) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", i, " is ", n.value("kind", "?"), " -> ", absl::StrJoin(listed_outputs, ","),
+          " there and ", kind, " -> ", absl::StrJoin(outputs, ","), " in the model"));
+    }
+    auto it = n.find("observed_inputs");
+    observed[ours[i]] = it != n.end() && it->is_array() ? &*it : nullptr;
+  }
+  return observed;
+}
+
+// Whether the capture observed the node called with exactly the target's input signatures.
+bool ObservedWith(Observed observed, const v1::Target& target) {
+  if (observed == nullptr || observed->size() != static_cast<size_t>(target.inputs_size())) {
+    return false;
+  }
+  for (int i = 0; i < target.inputs_size(); ++i) {
+    const nlohmann::json& o = (*observed)[i];
+    const v1::TensorSignature& sig = target.inputs(i);
+    if (!o.is_object() || o.value("dtype", "") != v1::DType_Name(sig.dtype()) ||
+        o.value("sizes", std::vector<int64_t>{}) !=
+            std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end()) ||
+        o.value("strides", std::vector<int64_t>{}) !=
+            std::vector<int64_t>(sig.strides().begin(), sig.strides().end())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Why no node computes `target`, from how far its nodes got.
+std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, int with_constants,
+                         bool used_observations) {
+  const std::string op = target.nodes(0).op();
+  if (with_op == 0) return absl::StrCat("the model's graph has no ", op, " node");
+  const std::string nodes = absl::StrCat(with_op, " ", op, " node", with_op == 1 ? "" : "s");
+  if (used_observations && observed == 0) {
+    return absl::StrCat("the capture observed none of its ", nodes,
+                        " called with the target's input signature");
+  }
+  const std::string which =
+      used_observations
+          ? absl::StrCat("its ", op, " nodes the capture observed with the target's inputs (",
+                         observed, " of ", with_op, ")")
+          : absl::StrCat("its ", nodes);
+  if (with_constants == 0) {
+    return absl::StrCat(which, " do not take the target's scalar arguments as constants equal "
+                        "to the captured values, or differ in overload or tensor types (the "
+                        "kernel is proven for the captured values only)");
+  }
+  return absl::StrCat(which, " already call other kernels with other tensor inputs");
+}
+
 }  // namespace
 
+void InlineAllCalls(torch::jit::Graph& graph) {
+  // Each level of calls is one pass; 64 is deeper than any module nesting we have seen.
+  for (int pass = 0; pass < 64 && InlineCallsOnce(graph.block()); ++pass) {
+  }
+}
+
 absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
-                                        const std::vector<RewriteKernel>& kernels) {
+                                        const std::vector<RewriteKernel>& kernels,
+                                        const std::string& graph_json) {
   if (!module.find_method("forward")) {
     return absl::InvalidArgumentError("the model has no forward method to rewrite");
   }
   RewritePlan plan;
   plan.graph = module.get_method("forward").graph();
-  torch::jit::Inline(*plan.graph);
-  std::vector<Node*> nodes;
+  // The capture wrote graph.json from a copy of forward's graph, and a copy numbers unnamed
+  // values afresh: graph.json is aligned with such a copy, inlined the same way, whose nodes
+  // correspond one to one, in order, with the module's own.
+  std::shared_ptr<torch::jit::Graph> named = plan.graph->copy();
+  try {
+    InlineAllCalls(*plan.graph);
+    InlineAllCalls(*named);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("inlining the model's forward failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("inlining the model's forward failed: ", e.what()));
+  }
+  std::vector<Node*> nodes, named_nodes;
   CollectNodes(plan.graph->block(), &nodes);
+  CollectNodes(named->block(), &named_nodes);
+
+  std::unordered_map<Node*, Observed> observed;
+  nlohmann::json doc;
+  if (!graph_json.empty()) {
+    doc = nlohmann::json::parse(graph_json, nullptr, false);
+    absl::StatusOr<std::unordered_map<Node*, Observed>> aligned =
+        AlignObservations(doc, named_nodes);
+    bool same = nodes.size() == named_nodes.size();
+    for (size_t i = 0; same && i < nodes.size(); ++i) {
+      same = nodes[i]->kind() == named_nodes[i]->kind();
+    }
+    if (aligned.ok() && !same) {
+      aligned = absl::InternalError("a copy of forward's graph inlines to other nodes");
+    }
+    if (aligned.ok()) {
+      for (size_t i = 0; i < nodes.size(); ++i) observed[nodes[i]] = (*aligned)[named_nodes[i]];
+      plan.used_observations = true;
+    } else {
+      plan.note = absl::StrCat(
+          "the capture's graph.json does not describe this model's graph (",
+          aligned.status().message(), "): nodes were matched by operator and constants only, "
+          "every such node lists every kernel of its operator and the guards pick at run time");
+    }
+  }
+
+  struct Tally {
+    int with_op = 0, observed = 0, with_constants = 0;
+  };
+  std::map<std::string, Tally> tally;
   for (Node* node : nodes) {
     PlannedNode planned;
     planned.node = node;
+    const std::string kind = node->kind().toQualString();
     for (const RewriteKernel& k : kernels) {
-      if (k.target.nodes_size() != 1) continue;
-      std::optional<std::vector<Value*>> inputs = MatchNode(node, k.target);
-      if (!inputs) continue;
+      if (k.target.nodes_size() != 1 || kind != k.target.nodes(0).op()) continue;
+      Tally& t = tally[k.kernel_id];
+      ++t.with_op;
+      if (plan.used_observations) {
+        if (!ObservedWith(observed[node], k.target)) continue;
+        ++t.observed;
+      }
+      std::optional<std::vector<size_t>> positions = MatchNode(node, k.target);
+      if (!positions) continue;
+      ++t.with_constants;
       // Kernels of one node share the call's input list.
-      if (!planned.kernel_ids.empty() && *inputs != planned.inputs) continue;
-      planned.inputs = *std::move(inputs);
+      if (!planned.kernel_ids.empty() && *positions != planned.input_positions) continue;
+      planned.input_positions = *std::move(positions);
+      planned.inputs.clear();
+      for (size_t j : planned.input_positions) planned.inputs.push_back(node->input(j));
       planned.kernel_ids.push_back(k.kernel_id);
     }
     if (planned.kernel_ids.empty()) continue;
     for (const std::string& id : planned.kernel_ids) ++plan.nodes_per_kernel[id];
     plan.nodes.push_back(std::move(planned));
+  }
+  for (const RewriteKernel& k : kernels) {
+    if (plan.nodes_per_kernel.count(k.kernel_id)) continue;
+    if (k.target.nodes_size() != 1) {
+      plan.unmatched[k.kernel_id] = "fused (multi-node) targets are not rewritten yet";
+      continue;
+    }
+    const Tally& t = tally[k.kernel_id];
+    plan.unmatched[k.kernel_id] =
+        WhyUnmatched(k.target, t.with_op, t.observed, t.with_constants, plan.used_observations);
   }
   return plan;
 }
@@ -216,7 +408,10 @@ absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
       std::vector<Value*> kernel_ids;
       for (const std::string& k : p.kernel_ids) kernel_ids.push_back(graph.insertConstant(k));
       Value* ids = graph.insertNode(graph.createList(c10::StringType::get(), kernel_ids))->output();
-      Value* inputs = graph.insertNode(graph.createList(c10::TensorType::get(), p.inputs))->output();
+      // The node's current inputs: an earlier rewritten node may have produced them.
+      std::vector<Value*> tensors;
+      for (size_t j : p.input_positions) tensors.push_back(node->input(j));
+      Value* inputs = graph.insertNode(graph.createList(c10::TensorType::get(), tensors))->output();
       Value* outs = graph.insert(run, {id, hint, ids, inputs});
       Value* count = graph.insert(c10::aten::len, {outs});
       Value* fell_back = graph.insert(c10::aten::eq, {count, graph.insertConstant(0)});
@@ -242,6 +437,9 @@ absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
       node->destroy();
     }
     graph.lint();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("rewriting the TorchScript graph failed: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("rewriting the TorchScript graph failed: ", e.what()));
   }

@@ -1,12 +1,17 @@
-// The exporter's TorchScript rewrite (docs/guarded-dispatch.md): every aten node of the model
-// — submodule methods inlined into forward — that matches an exported target (same operator
-// and overload, the same constant scalar arguments, and where the graph records types, the
-// same sizes and dtypes) becomes
+// The exporter's TorchScript rewrite (docs/guarded-dispatch.md): the aten nodes of the model —
+// submodule methods inlined into forward — that compute an exported target become
 //
 //   %outs : Tensor[] = kforge::run(%bundle_id, %bundle_hint, %kernel_ids, %inputs)
 //   %r = prim::If(len(%outs) == 0)
 //     block0: the original node (the fallback, through the dispatcher as before)
 //     block1: %outs[0] (, %outs[1] ...)
+//
+// A node computes a target when it has the target's operator and overload and the same
+// constant scalar arguments, and — with the capture's graph.json — when the capture observed it
+// called with the target's input signature (sizes, strides, dtypes). graph.json lists the nodes
+// of the same inlined graph in the same order; without it (or when it does not line up with
+// the model's graph) every node with the operator and constants gets every such kernel, and
+// the runtime's guards pick the one whose shape matches.
 //
 // Planning and applying are separate so the exporter can write the manifest — whose sha256
 // the graph carries — with only the kernels that some node will call.
@@ -32,18 +37,36 @@ struct PlannedNode {
   torch::jit::Node* node = nullptr;
   std::vector<std::string> kernel_ids;      // guard order: the runtime tries them in turn
   std::vector<torch::jit::Value*> inputs;   // the kernels' tensor inputs, in target order
+  // Where they are among the node's inputs: rewriting an earlier node replaces its outputs, so
+  // a node that consumes them finds its inputs there, not in `inputs`, at ApplyRewrite.
+  std::vector<size_t> input_positions;
 };
 
 struct RewritePlan {
   std::shared_ptr<torch::jit::Graph> graph;  // forward's graph, submodule calls inlined
   std::vector<PlannedNode> nodes;
   std::map<std::string, int> nodes_per_kernel;  // kernel id -> nodes that will call it
+  // Kernel id -> why no node computes its target, for every kernel no node calls.
+  std::map<std::string, std::string> unmatched;
+  bool used_observations = false;  // nodes were matched by the capture's observed signatures
+  std::string note;  // set when graph.json was given but could not be used, and why
 };
 
-// Inlines forward's calls and finds the nodes to rewrite. Modifies the module's forward graph
-// (inlining only: the model computes the same). InvalidArgument when it has no forward.
+// Inlines forward's calls (InlineAllCalls) and finds the nodes to rewrite. Modifies the
+// module's forward graph (inlining only: the model computes the same). `graph_json` is the
+// capture's graph.json of this model ("" when there is none). InvalidArgument when the model
+// has no forward.
 absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
-                                        const std::vector<RewriteKernel>& kernels);
+                                        const std::vector<RewriteKernel>& kernels,
+                                        const std::string& graph_json = "");
+
+// Inlines every prim::CallMethod / prim::CallFunction, level by level, with each callee's graph
+// as written, until none is left. torch::jit::Inline inlines each callee's *optimized* graph,
+// which is itself inlined only while the graph executor's optimizations are on; the capture
+// turns them off for the whole process (so that it records the graph as written), and then
+// Inline inlines one level only. This does not depend on that switch, and gives the nodes in
+// the order of the capture's graph.json.
+void InlineAllCalls(torch::jit::Graph& graph);
 
 // Rewrites the planned nodes; the graph then calls kforge::run (the runtime library must be
 // loaded in this process for its schema). Lints the graph afterwards.

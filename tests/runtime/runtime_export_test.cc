@@ -4,6 +4,7 @@
 // a clear error: a run without a GPU, an occupied --out, a changed model.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -126,7 +127,7 @@ TEST(RuntimeExportTest, ARunWithoutAGpuHasNothingToExport) {
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("validated nothing (no GPU"));
   EXPECT_FALSE(fs::exists(tmp.path() / "out"));
-  // The CLI says the same with exit code 3, and the optimize hook exports nothing.
+  // The CLI says the same with exit code 3.
   std::string err;
   EXPECT_EQ(RunShell(std::string(KFORGE_BINARY) + " export '" + options.run_dir + "' --out '" +
                     options.out_dir + "'",
@@ -134,9 +135,12 @@ TEST(RuntimeExportTest, ARunWithoutAGpuHasNothingToExport) {
             3)
       << err;
   EXPECT_THAT(err, HasSubstr("kforge export: error: the run in"));
+  // The optimize hook is not an error either, but says in one line why nothing was exported.
   absl::StatusOr<std::string> hook = ExportAfterOptimize(options.run_dir);
   ASSERT_TRUE(hook.ok()) << hook.status();
-  EXPECT_EQ(*hook, "");
+  EXPECT_THAT(*hook, HasSubstr("nothing exported to " + options.run_dir + "/export: the run in"));
+  EXPECT_THAT(*hook, HasSubstr("validated nothing (no GPU"));
+  EXPECT_EQ(std::count(hook->begin(), hook->end(), '\n'), 1);
 }
 
 TEST(RuntimeExportTest, AnOccupiedOutIsRefusedUnlessItIsABundleAndForceIsGiven) {

@@ -1,0 +1,41 @@
+# Test fixtures: small TorchScript models for the exporter's edge cases, saved with inputs.
+#   make_small_model.py OUT_DIR unmatched|chained
+# unmatched (scripted): the softmax takes its `dim` computed at run time. The capture records
+#   the call with dim=1, but no node of the graph has that dim as a constant, so a kernel for
+#   the target is proven for no node: the export must say so, never stay silent.
+# chained (traced): two softmax(dim=-1) of the same shape, the second on the first's output:
+#   both nodes are rewritten, and the second must take the first's rewritten result.
+import os
+import sys
+
+import torch
+
+
+class Unmatched(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=x.dim() - 1) * 2.0
+
+
+class Chained(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(torch.softmax(x, dim=-1), dim=-1) * 2.0
+
+
+def main():
+    out, name = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    x = torch.randn(64, 512)
+    if name == "unmatched":
+        model = torch.jit.script(Unmatched().eval())
+    elif name == "chained":
+        with torch.no_grad():
+            model = torch.jit.trace(Chained().eval(), (x,))
+    else:
+        raise SystemExit(f"unknown model {name}")
+    model.save(os.path.join(out, "model.pt"))
+    torch.save((x,), os.path.join(out, "inputs.pt"))
+
+
+if __name__ == "__main__":
+    main()

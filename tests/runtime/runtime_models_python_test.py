@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The bundles exported from real models (make_model_fixture.sh: ResNet-50, the Qwen3 example,
+and make_small_model.py's two chained softmax nodes), run in plain PyTorch on the CPU (ctest:
+runtime_models_python_test).
+
+Each optimized model gives outputs identical to the original's (every rewritten node falls back
+to its original operator on CPU tensors), and every rewritten node's call is counted as one
+fallback with reason cpu_tensor: per forward, `cpu_tensor` equals the rewritten nodes and
+`<kernel>:cpu_tensor` the nodes that list that kernel; nothing launches.
+
+    runtime_models_python_test.py --lib LIB --fixtures DIR
+"""
+import argparse
+import json
+import os
+import sys
+import unittest
+
+ARGS = None
+
+
+class OptimizedModelsOnCpu(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import torch
+        cls.torch = torch
+        torch.ops.load_library(ARGS.lib)
+
+    def check(self, name, expected_nodes):
+        torch = self.torch
+        root = os.path.join(ARGS.fixtures, name)
+        with open(os.path.join(root, "export.json")) as f:
+            export = json.load(f)
+        self.assertEqual(export["nodes_rewritten"], expected_nodes)
+        optimized = torch.jit.load(os.path.join(root, "bundle", "model.pt"))
+        original = torch.jit.load(os.path.join(root, "model", "model.pt"))
+        inputs = torch.load(os.path.join(root, "model", "inputs.pt"))
+        self.assertEqual(str(optimized.forward.graph).count("kforge::run("), expected_nodes)
+        with torch.inference_mode():
+            want = original(*inputs)
+            torch.ops.kforge.reset_counts()
+            got = optimized(*inputs)
+            fallbacks = dict(torch.ops.kforge.fallback_counts())
+            launches = dict(torch.ops.kforge.launch_counts())
+            got_again = optimized(*inputs)
+        self.assertTrue(torch.equal(got, want), f"{name}: outputs differ")
+        self.assertTrue(torch.equal(got_again, want))
+        expected = {"cpu_tensor": expected_nodes}
+        for k in export["kernels"]:
+            expected[f"{k['kernel_id']}:cpu_tensor"] = k["nodes"]
+        self.assertEqual(fallbacks, expected)
+        self.assertEqual(launches, {})
+
+    def test_resnet50(self):
+        self.check("resnet50", 16)
+
+    def test_qwen3(self):
+        self.check("qwen3", 25)
+
+    def test_chained_rewritten_nodes(self):
+        self.check("chained", 2)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--fixtures", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)
