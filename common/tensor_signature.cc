@@ -95,4 +95,15 @@ v1::TensorSignature DenseSignature(const std::vector<int64_t>& sizes, v1::DType 
   return sig;
 }
 
+v1::Target ForCudaKernels(v1::Target target) {
+  for (auto* signatures : {target.mutable_inputs(), target.mutable_outputs()}) {
+    for (v1::TensorSignature& signature : *signatures) {
+      if (signature.device().empty() || signature.device() == "cpu") {
+        signature.set_device("cuda:0");
+      }
+    }
+  }
+  return target;
+}
+
 }  // namespace kforge

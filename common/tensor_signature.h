@@ -21,6 +21,9 @@ v1::TensorSignature DenseSignature(const std::vector<int64_t>& sizes, v1::DType 
 // Dense row-major (size-1 dims may have any stride). A signature captured without strides is
 // dense by convention.
 bool IsContiguous(const v1::TensorSignature& sig);
+// A target captured on the CPU, as the CUDA kernels written for it see it: the same
+// signature on a CUDA device (the evaluator puts the captured inputs on its GPU).
+v1::Target ForCudaKernels(v1::Target target);
 // As Python prints it: 3, 1e-05, True, 'tanh', [1,1], None.
 std::string ScalarText(const v1::ScalarValue& value);
 

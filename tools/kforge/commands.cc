@@ -1,5 +1,6 @@
 #include "tools/kforge/commands.h"
 
+#include "common/tensor_signature.h"
 #include "services/capture/capture_cli.h"
 #include "runtime/export/export_cli.h"
 #include "services/coordinator/optimize_cli.h"
@@ -13,9 +14,10 @@
 namespace kforge::cli {
 
 void RegisterAll(CLI::App& app) {
-  // Capture asks the synthesizer's registry whether a proposer family covers each target.
+  // Capture asks the synthesizer's registry whether a proposer family covers each target, as
+  // its CUDA kernels will see it (a target captured on the CPU runs on a GPU later).
   RegisterCaptureCommands(app, [](const v1::Target& target) {
-    return synth::FamilyRegistry::Default().FamilyFor(target);
+    return synth::FamilyRegistry::Default().FamilyFor(ForCudaKernels(target));
   });
   RegisterCompileCommands(app);
   RegisterEvalCommands(app);

@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "common/store.h"
+#include "common/tensor_signature.h"
 #include "services/capture/capture_report.h"
 #include "services/capture/capturer.h"
 #include "services/coordinator/embedded/embedded_runner.h"

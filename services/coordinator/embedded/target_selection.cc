@@ -88,15 +88,4 @@ TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
   return selection;
 }
 
-v1::Target ForCudaKernels(v1::Target target) {
-  for (auto* signatures : {target.mutable_inputs(), target.mutable_outputs()}) {
-    for (v1::TensorSignature& signature : *signatures) {
-      if (signature.device().empty() || signature.device() == "cpu") {
-        signature.set_device("cuda:0");
-      }
-    }
-  }
-  return target;
-}
-
 }  // namespace kforge

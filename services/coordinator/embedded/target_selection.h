@@ -10,10 +10,6 @@
 
 namespace kforge {
 
-// A target captured on the CPU, as the CUDA kernels written for it see it: the same
-// signature on a CUDA device (the evaluator puts the captured inputs on its GPU).
-v1::Target ForCudaKernels(v1::Target target);
-
 struct SkippedTarget {
   v1::Target target;
   std::string reason;

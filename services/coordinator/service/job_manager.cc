@@ -14,6 +14,7 @@
 #include "common/blob_store.h"
 #include "common/digest.h"
 #include "common/status.h"
+#include "common/tensor_signature.h"
 #include "services/coordinator/embedded/target_selection.h"
 #include "services/coordinator/pool/pool_runner.h"
 #include "services/coordinator/search/search_driver.h"
