@@ -106,4 +106,37 @@ v1::Target ForCudaKernels(v1::Target target) {
   return target;
 }
 
+namespace scalar {
+v1::ScalarValue Int(int64_t v) {
+  v1::ScalarValue s;
+  s.set_int_value(v);
+  return s;
+}
+v1::ScalarValue Float(double v) {
+  v1::ScalarValue s;
+  s.set_float_value(v);
+  return s;
+}
+v1::ScalarValue Bool(bool v) {
+  v1::ScalarValue s;
+  s.set_bool_value(v);
+  return s;
+}
+v1::ScalarValue Str(const std::string& v) {
+  v1::ScalarValue s;
+  s.set_string_value(v);
+  return s;
+}
+v1::ScalarValue None() {
+  v1::ScalarValue s;
+  s.set_none(true);
+  return s;
+}
+v1::ScalarValue Ints(const std::vector<int64_t>& values) {
+  v1::ScalarValue s;
+  for (int64_t v : values) s.mutable_int_list()->add_values(v);
+  return s;
+}
+}  // namespace scalar
+
 }  // namespace kforge

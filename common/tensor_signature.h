@@ -24,6 +24,16 @@ bool IsContiguous(const v1::TensorSignature& sig);
 // A target captured on the CPU, as the CUDA kernels written for it see it: the same
 // signature on a CUDA device (the evaluator puts the captured inputs on its GPU).
 v1::Target ForCudaKernels(v1::Target target);
+// ScalarValue constructors, for code that builds targets by hand (tests, benchmarks).
+namespace scalar {
+v1::ScalarValue Int(int64_t v);
+v1::ScalarValue Float(double v);
+v1::ScalarValue Bool(bool v);
+v1::ScalarValue Str(const std::string& v);
+v1::ScalarValue None();
+v1::ScalarValue Ints(const std::vector<int64_t>& values);
+}  // namespace scalar
+
 // As Python prints it: 3, 1e-05, True, 'tanh', [1,1], None.
 std::string ScalarText(const v1::ScalarValue& value);
 

@@ -12,36 +12,12 @@
 namespace kforge::synth::testing {
 namespace {
 
-v1::ScalarValue Int(int64_t v) {
-  v1::ScalarValue s;
-  s.set_int_value(v);
-  return s;
-}
-v1::ScalarValue Float(double v) {
-  v1::ScalarValue s;
-  s.set_float_value(v);
-  return s;
-}
-v1::ScalarValue Bool(bool v) {
-  v1::ScalarValue s;
-  s.set_bool_value(v);
-  return s;
-}
-v1::ScalarValue Str(const std::string& v) {
-  v1::ScalarValue s;
-  s.set_string_value(v);
-  return s;
-}
-v1::ScalarValue None() {
-  v1::ScalarValue s;
-  s.set_none(true);
-  return s;
-}
-v1::ScalarValue Ints(std::vector<int64_t> values) {
-  v1::ScalarValue s;
-  for (int64_t v : values) s.mutable_int_list()->add_values(v);
-  return s;
-}
+using scalar::Int;
+using scalar::Float;
+using scalar::Bool;
+using scalar::Str;
+using scalar::None;
+using scalar::Ints;
 
 // Builds a single-node target: tensors become inputs in0, in1, ... in argument order.
 class TargetBuilder {

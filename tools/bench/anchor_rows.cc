@@ -25,31 +25,11 @@ v1::TensorSignature Dense(const std::vector<int64_t>& sizes, v1::DType dtype) {
   return DenseSignature(sizes, dtype);
 }
 
-v1::ScalarValue Int(int64_t v) {
-  v1::ScalarValue s;
-  s.set_int_value(v);
-  return s;
-}
-v1::ScalarValue Float(double v) {
-  v1::ScalarValue s;
-  s.set_float_value(v);
-  return s;
-}
-v1::ScalarValue Bool(bool v) {
-  v1::ScalarValue s;
-  s.set_bool_value(v);
-  return s;
-}
-v1::ScalarValue None() {
-  v1::ScalarValue s;
-  s.set_none(true);
-  return s;
-}
-v1::ScalarValue Ints(const std::vector<int64_t>& values) {
-  v1::ScalarValue s;
-  for (int64_t v : values) s.mutable_int_list()->add_values(v);
-  return s;
-}
+using scalar::Int;
+using scalar::Float;
+using scalar::Bool;
+using scalar::None;
+using scalar::Ints;
 
 class RowBuilder {
  public:
