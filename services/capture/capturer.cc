@@ -1001,13 +1001,22 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
 
   // Families for every group; targets for the top K.
   std::vector<v1::Target> targets;
+  std::vector<int> target_groups;  // targets[i] is groups[target_groups[i]]
+  const auto wanted_op = [&](const v1::Target& t) {
+    if (options.ops.empty()) return true;
+    return std::any_of(t.nodes().begin(), t.nodes().end(), [&](const v1::SubgraphNode& n) {
+      return std::find(options.ops.begin(), options.ops.end(), n.op()) != options.ops.end();
+    });
+  };
   for (size_t rank = 0; rank < order.size(); ++rank) {
     v1::Target t = MakeTarget(groups[order[rank]], result.profiled_forward_s, iterations);
     std::string fam = family ? family(t) : "";
     t.set_family(fam);
     profile.mutable_ops(static_cast<int>(rank))->set_family(fam.empty() ? "none" : fam);
-    if (static_cast<int>(rank) < options.top_k && groups[order[rank]].total_s > 0) {
+    if (static_cast<int>(targets.size()) < options.top_k && groups[order[rank]].total_s > 0 &&
+        wanted_op(t)) {
       targets.push_back(std::move(t));
+      target_groups.push_back(order[rank]);
     }
   }
 
@@ -1015,7 +1024,7 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   const std::unordered_map<std::string, int>& keys = recorder.keys();
   capture.max_bytes = options.max_target_input_bytes;
   for (size_t i = 0; i < targets.size(); ++i) {
-    const int group = order[i];
+    const int group = target_groups[i];
     for (const auto& [key, index] : keys) {
       if (index == group) capture.wanted[key] = static_cast<int>(i);
     }
@@ -1041,7 +1050,7 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   for (size_t i = 0; i < targets.size(); ++i) {
     v1::Target& t = targets[i];
     const std::string label =
-        absl::StrCat(t.nodes(0).op(), " ", groups[order[i]].proto.signature());
+        absl::StrCat(t.nodes(0).op(), " ", groups[target_groups[i]].proto.signature());
     if (capture.skipped_bytes[i] > 0) {
       profile.add_notes(absl::StrFormat(
           "target %s (%s): its inputs are %.1f MiB, above the %.1f MiB cap per target; not "

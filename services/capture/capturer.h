@@ -29,6 +29,9 @@ struct CaptureOptions {
   int warmup = 3;
   int iters = 10;  // plain forwards timed (median) and profiled forwards averaged
   int top_k = 5;
+  // When not empty, targets are the top K among ops named here ("aten::softmax"); a chain
+  // target qualifies when any of its nodes does.
+  std::vector<std::string> ops;
   // The captured inputs of one target larger than this are not kept (a note says so).
   int64_t max_target_input_bytes = int64_t{256} << 20;
 };

@@ -14,7 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/config.h"
 #include "services/coordinator/embedded/optimize_job.h"
@@ -32,6 +34,8 @@ struct OptimizeFlags {
   OptimizeOptions options;
   std::string time_budget;
   std::string gpus = "all";
+  std::string ops;
+  double max_target_mib = 1024;
   bool json = false;
   bool no_export = false;
   OptimizeExportHook export_hook;
@@ -93,8 +97,29 @@ absl::Status ParseGpus(const std::string& text, std::vector<int>* gpus) {
   return absl::OkStatus();
 }
 
+// "softmax,aten::group_norm" -> {"aten::softmax", "aten::group_norm"}.
+absl::Status ParseOps(const std::string& text, std::vector<std::string>* ops) {
+  ops->clear();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::string op(absl::StripAsciiWhitespace(part));
+    if (op.find_first_of(" ()[]") != std::string::npos || absl::EndsWith(op, "::")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--ops '", text, "': '", op, "' is not an op name; use e.g. softmax,aten::group_norm"));
+    }
+    ops->push_back(absl::StrContains(op, "::") ? op : "aten::" + op);
+  }
+  return absl::OkStatus();
+}
+
 void RunOptimizeCommand(OptimizeFlags& flags) {
   OptimizeOptions& options = flags.options;
+  if (absl::Status s = ParseOps(flags.ops, &options.ops); !s.ok()) {
+    return Fail(kExitBadInput, std::string(s.message()));
+  }
+  if (flags.max_target_mib <= 0) {
+    return Fail(kExitBadInput, "--max-target-mib must be positive");
+  }
+  options.max_target_input_bytes = static_cast<int64_t>(flags.max_target_mib * 1048576.0);
   if (absl::Status s = ParseTimeBudget(flags.time_budget, &options.time_budget_s); !s.ok()) {
     return Fail(kExitBadInput, std::string(s.message()));
   }
@@ -184,6 +209,13 @@ void RegisterOptimizeCommands(CLI::App& app, OptimizeExportHook export_hook) {
                   "(the optimized model, see kforge export)")
       ->required();
   cmd->add_option("--top", o.top_k, "targets to search: the hottest a proposer can work on")
+      ->capture_default_str();
+  cmd->add_option("--ops", flags->ops,
+                  "only targets of these ops, e.g. softmax,aten::group_norm (--top applies "
+                  "among them)");
+  cmd->add_option("--max-target-mib", flags->max_target_mib,
+                  "captured inputs of one target above this many MiB are not kept, and the "
+                  "target is not searched (a Redis store holds at most 512 MiB per value)")
       ->capture_default_str();
   cmd->add_option("--iterations", o.iterations, "evaluations per target")->capture_default_str();
   cmd->add_option("--time-budget", flags->time_budget,

@@ -126,6 +126,25 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
   EXPECT_NE(again.err.find("--resume"), std::string::npos) << again.err;
 }
 
+TEST_F(OptimizeCpuTest, OpsPicksTheTargetsOfTheNamedOpsOnly) {
+  const fs::path out = tmp_ / "ops";
+  CommandResult r = RunCommand(
+      Optimize(out, "--device cpu --top 3 --iterations 2 --seed 7 --ops layer_norm"), tmp_.path());
+  ASSERT_EQ(r.exit_code, 3) << r.err << r.out;
+  nlohmann::json report = ReadJson(out / "report.json");
+  ASSERT_TRUE(report.is_object()) << ReadText(out / "report.json");
+  ASSERT_EQ(report["targets"].size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["targets"][0]["op"], "aten::layer_norm");
+
+  // An op the model does not run: one line naming the flag and the ops it does run.
+  CommandResult none = RunCommand(
+      Optimize(tmp_ / "ops2", "--device cpu --ops aten::group_norm"), tmp_.path());
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  const std::string last = LastLine(none.err);
+  EXPECT_NE(last.find("--ops aten::group_norm: no such op ran"), std::string::npos) << none.err;
+  EXPECT_NE(last.find("aten::softmax"), std::string::npos) << last;
+}
+
 TEST_F(OptimizeCpuTest, BadInputGivesOneClearLine) {
   const std::string model = Quote((tmp_ / "model" / "model.pt").string());
   const std::string inputs = Quote((tmp_ / "model" / "inputs.pt").string());
@@ -146,6 +165,8 @@ TEST_F(OptimizeCpuTest, BadInputGivesOneClearLine) {
       {model + " --inputs " + inputs + out + " --proposer gpt", 2, "unknown --proposer 'gpt'"},
       {model + " --inputs " + inputs + out + " --time-budget soon", 2, "--time-budget"},
       {model + " --inputs " + inputs + out + " --gpus x", 2, "--gpus"},
+      {model + " --inputs " + inputs + out + " --ops 'soft max'", 2, "is not an op name"},
+      {model + " --inputs " + inputs + out + " --max-target-mib 0", 2, "--max-target-mib"},
       {model + " --inputs " + inputs + out + " --device tpu", 2, "unknown --device"},
       {model + " --inputs " + inputs + out + " --resume", 2, "holds no optimize run"},
       {Quote(garbage) + " --inputs " + inputs + " --out " + Quote((tmp_ / "bad2").string()) +

@@ -467,5 +467,117 @@ TEST(SynthesizerTest, ExplainReportsThePriorOfAConfig) {
   EXPECT_NEAR(report->floor_s, 32.0 * 64 * 56 * 56 * 8 / 4.24e12, 1e-9);
 }
 
+// The sample target `name` in `dtype`, resized: input and output to `x`, affine inputs to
+// x[1] (group norm) or the trailing size (layer / rms norm).
+v1::Target Resized(const std::string& name, v1::DType dtype, std::vector<int64_t> x) {
+  v1::Target t = Sample(SampleTargets(dtype), name).target;
+  const bool group = absl::StartsWith(name, "group_norm");
+  *t.mutable_inputs(0) = Dense(x, dtype);
+  *t.mutable_outputs(0) = Dense(x, dtype);
+  for (int i = 1; i < t.inputs_size(); ++i) {
+    *t.mutable_inputs(i) = Dense({group ? x[1] : x.back()}, dtype);
+  }
+  v1::SubgraphNode* node = t.mutable_nodes(0);
+  for (v1::Argument& arg : *node->mutable_args()) {
+    if (arg.name() == "normalized_shape") {
+      arg.mutable_scalar()->mutable_int_list()->clear_values();
+      arg.mutable_scalar()->mutable_int_list()->add_values(x.back());
+    }
+    if (arg.name() == "num_groups") arg.mutable_scalar()->set_int_value(32);
+  }
+  return t;
+}
+
+// Every valid canonical config of a generator, best prior first.
+std::vector<std::pair<double, Config>> RankedSpace(const KernelGenerator& g) {
+  const auto& params = g.Space().params();
+  std::vector<size_t> digit(params.size(), 0);
+  std::set<std::string> seen;
+  std::vector<std::pair<double, Config>> out;
+  while (true) {
+    std::vector<std::pair<std::string, std::string>> values;
+    for (size_t i = 0; i < params.size(); ++i) values.emplace_back(params[i].name, params[i].values[digit[i]]);
+    Config c = g.Canonicalize(Config(std::move(values)));
+    if (seen.insert(c.ToString()).second && g.Check(c).empty()) {
+      out.emplace_back(g.EstimateSeconds(c), c);
+    }
+    size_t i = 0;
+    while (i < params.size() && ++digit[i] == params[i].values.size()) digit[i++] = 0;
+    if (i == params.size()) break;
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.ToString() < b.second.ToString();
+  });
+  return out;
+}
+
+// The prior's best valid config on the norm anchor rows of the GPU round (H200 defaults):
+// 16-byte accesses everywhere; x read once where the rows fit on chip (the group norm VAE row
+// through a cluster, layer / rms norm rows cached whole in one block); the two large group
+// norm rows, which cannot stay on chip, split into enough blocks to fill every SM.
+TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
+  struct Row { const char* name; v1::DType dtype; std::vector<int64_t> x; int bytes; };
+  for (const Row& row : std::vector<Row>{{"group_norm_affine", v1::FLOAT32, {1, 512, 128, 128}, 4},
+                                         {"group_norm_affine", v1::BFLOAT16, {1, 256, 512, 512}, 2},
+                                         {"group_norm_affine", v1::FLOAT16, {1, 128, 1024, 1024}, 2},
+                                         {"rms_norm_weight", v1::BFLOAT16, {8192, 2048}, 2},
+                                         {"layer_norm_affine", v1::FLOAT16, {8192, 4096}, 2}}) {
+    SCOPED_TRACE(absl::StrCat(row.name, " ", v1::DType_Name(row.dtype), " ", row.x[1]));
+    auto g = Bind(Resized(row.name, row.dtype, row.x));
+    ASSERT_NE(g, nullptr);
+    auto ranked = RankedSpace(*g);
+    ASSERT_FALSE(ranked.empty());
+    const Config& best = ranked.front().second;
+    SCOPED_TRACE(best.ToString());
+    EXPECT_EQ(best.GetInt("vec") * row.bytes, 16);
+    const bool group = absl::StartsWith(row.name, "group_norm");
+    if (!group) {
+      EXPECT_EQ(best.GetInt("split"), 1);
+      EXPECT_NE(best.Get("cache"), "none");
+    } else if (row.dtype == v1::FLOAT32) {
+      EXPECT_GT(best.GetInt("split"), 1);
+      EXPECT_EQ(best.Get("split_mode"), "cluster");
+      EXPECT_NE(best.Get("cache"), "none");
+    } else {
+      EXPECT_EQ(best.Get("split_mode"), "scratch");
+      EXPECT_GE(32 * best.GetInt("split") / best.GetInt("rows_per_block"), 132 * 2);
+    }
+    // Some hand-picked seed is valid and within 1.5x of the best prior (roots start there).
+    double best_seed = 1e9;
+    for (const Config& seed : g->Seeds()) {
+      if (g->Check(seed).empty()) best_seed = std::min(best_seed, g->EstimateSeconds(seed));
+    }
+    EXPECT_LT(best_seed, 1.5 * ranked.front().first);
+  }
+}
+
+// The norms' generated code: per-vector Welford with an approximate division, vector loads
+// of per-column weights, and group norm's channel by multiply-shift once per vector.
+TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  auto ln = Bind(Sample(samples, "layer_norm_affine").target);
+  Config c = *ln->Space().Parse(
+      "row_threads=32;rows_per_block=4;vec=8;algo=welford;cache=regs;reg_cache=32;split=1;"
+      "split_mode=scratch;unroll=1;grid=oneshot");
+  ASSERT_EQ(ln->Check(c), "");
+  auto kernel = ln->Generate(c);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("__fdividef((float)V, n)"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_load_affine<V>(ctx.w, c, w)"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_load_affine<V>(ctx.bias, c, bb)"));
+
+  auto gn = Bind(Sample(samples, "group_norm_affine").target);
+  Config s = *gn->Space().Parse(
+      "row_threads=256;rows_per_block=1;vec=8;algo=welford;cache=none;reg_cache=8;split=4;"
+      "split_mode=scratch;unroll=4;grid=oneshot");
+  ASSERT_EQ(gn->Check(s), "");
+  auto group = gn->Generate(s);
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_THAT(group->source, HasSubstr("__umulhi(n, ctx.magic)"));
+  EXPECT_THAT(group->source, HasSubstr("if (ctx.hw % V == 0)"));
+  EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw)]")));
+  EXPECT_THAT(group->launch_plan_json, HasSubstr("kf_rows_partial"));
+}
+
 }  // namespace
 }  // namespace kforge::synth

@@ -43,6 +43,7 @@
 #include "common/op_cost.h"
 #include "common/status.h"
 #include "common/store.h"
+#include "common/torch_rows.h"
 #include "nlohmann/json.hpp"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/family_registry.h"
@@ -52,6 +53,8 @@
 #include "services/worker/evaluator_pipeline.h"
 #include "services/worker/subprocess.h"
 #include "tools/bench/anchor_rows.h"
+#include "tools/bench/kernel_batch.h"
+#include "tools/bench/sweep_details.h"
 
 namespace kforge {
 namespace {
@@ -72,58 +75,14 @@ double Seconds(Clock::time_point since) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The rows as JSON for torch_compile_times.py: the aten op, its arguments in schema order
-// (tensors by input index with their fill) and the input signatures.
+// The rows as JSON for torch_compile_times.py (common/torch_rows.h). Anchor rows are single
+// aten nodes whose arguments name their inputs, which TorchRow always converts.
 json RowsJson(const std::vector<AnchorRow>& rows) {
   json out = json::array();
   for (const AnchorRow& row : rows) {
-    const v1::SubgraphNode& node = row.target.nodes(0);
-    json r = {
-        {"id", row.id}, {"label", row.label}, {"op", node.op()}, {"overload", node.overload()}};
-    json inputs = json::array();
-    for (int i = 0; i < row.target.inputs_size(); ++i) {
-      const v1::TensorSignature& sig = row.target.inputs(i);
-      inputs.push_back({{"sizes", std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end())},
-                        {"dtype", v1::DType_Name(sig.dtype())},
-                        {"fill", bench::FillName(row.fills[i])}});
-    }
-    json args = json::array();
-    for (const v1::Argument& arg : node.args()) {
-      json a = {{"name", arg.name()}};
-      if (arg.kind_case() == v1::Argument::kTensor) {
-        for (int i = 0; i < row.target.input_names_size(); ++i) {
-          if (row.target.input_names(i) == arg.tensor()) a["input"] = i;
-        }
-      } else {
-        const v1::ScalarValue& s = arg.scalar();
-        switch (s.value_case()) {
-          case v1::ScalarValue::kIntValue:
-            a["value"] = s.int_value();
-            break;
-          case v1::ScalarValue::kFloatValue:
-            a["value"] = s.float_value();
-            break;
-          case v1::ScalarValue::kBoolValue:
-            a["value"] = s.bool_value();
-            break;
-          case v1::ScalarValue::kStringValue:
-            a["value"] = s.string_value();
-            break;
-          case v1::ScalarValue::kIntList:
-            a["value"] =
-                std::vector<int64_t>(s.int_list().values().begin(), s.int_list().values().end());
-            break;
-          default:
-            a["value"] = nullptr;
-            break;
-        }
-      }
-      args.push_back(a);
-    }
-    r["inputs"] = inputs;
-    r["args"] = args;
-    r["min_bytes"] = row.target.min_bytes_moved();
-    out.push_back(r);
+    std::vector<std::string> fills;
+    for (bench::Fill fill : row.fills) fills.push_back(bench::FillName(fill));
+    out.push_back(TorchRow(row.target, row.id, row.label, fills).value());
   }
   return out;
 }
@@ -133,8 +92,18 @@ json RowsJson(const std::vector<AnchorRow>& rows) {
 
 struct Kernel {  // one distinct generated kernel (several configs may share one)
   v1::Candidate candidate;
-  v1::CompileResult compiled;
+  v1::CompileResult compiled;   // for a batched kernel: status, log and its entries' resources
   std::vector<size_t> configs;  // indexes into Row::configs
+  bool carried = false;  // quick result read from an earlier run's --details (carried_line)
+  bench::DetailsLine carried_line;
+  size_t batch = SIZE_MAX;      // index into Row::batches when compiled in a batch
+  std::string batch_plan_json;  // its launch plan with the batch's entry names
+};
+
+// Kernels compiled as one NVRTC program (kernel_batch.h); the cubin holds all of them.
+struct Batch {
+  std::vector<size_t> kernels;  // indexes into Row::kernels
+  std::string cubin;
 };
 
 struct QuickResult {
@@ -159,6 +128,8 @@ struct Row {
   std::vector<Config> configs;    // the swept configs (all valid ones, or the prior's best N)
   std::vector<size_t> kernel_of;  // config -> kernel
   std::vector<Kernel> kernels;
+  std::vector<Batch> batches;
+  size_t carried_configs = 0;  // configs whose quick result came from --details (--resume)
   std::string error;  // why the row could not be swept
   double enumerate_s = 0, generate_s = 0, compile_s = 0, quick_s = 0, full_s = 0;
   // Compile bookkeeping (CompilePool's mutex guards it).
@@ -215,8 +186,20 @@ std::vector<Config> SweepOrder(const KernelGenerator& generator, const std::vect
   return out;
 }
 
-// Binds, enumerates, orders (and caps) and generates one row (CPU only).
-void PrepareRow(Row& row, const synth::GpuModel& gpu, int max_configs, uint64_t seed) {
+struct PrepareOptions {
+  int max_configs = 0;
+  uint64_t seed = 1234;
+  bench::Shard shard;
+  int batch_size = 8;
+  std::string resume_dir;    // --resume: carry the configs finished in this --details dir
+  bool finish_only = false;  // --finish: sweep nothing new
+};
+
+// Binds, enumerates, orders (and caps), shards and generates one row, carries the results of
+// earlier runs and groups the kernels still to compile into batches (CPU only).
+void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& options) {
+  const int max_configs = options.max_configs;
+  const uint64_t seed = options.seed;
   const v1::Target& target = row.anchor.target;
   std::string refusal;
   const synth::Family* family = synth::FamilyRegistry::Default().Find(target, &refusal);
@@ -243,6 +226,23 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, int max_configs, uint64_t 
   if (max_configs > 0 && static_cast<int>(row.configs.size()) > max_configs) {
     row.configs.resize(static_cast<size_t>(max_configs));
   }
+  if (options.shard.count > 1) {
+    std::vector<Config> mine;
+    for (size_t i = 0; i < row.configs.size(); ++i) {
+      if (options.shard.Contains(i)) mine.push_back(std::move(row.configs[i]));
+    }
+    row.configs = std::move(mine);
+  }
+  std::map<std::string, bench::DetailsLine> finished;
+  if (!options.resume_dir.empty()) {
+    absl::StatusOr<std::map<std::string, bench::DetailsLine>> read =
+        bench::ReadFinishedDetails(options.resume_dir, row.anchor.id);
+    if (!read.ok()) {
+      row.error = std::string(read.status().message());
+      return;
+    }
+    finished = std::move(*read);
+  }
   start = Clock::now();
   std::map<std::string, size_t> by_digest;
   for (size_t i = 0; i < row.configs.size(); ++i) {
@@ -265,8 +265,37 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, int max_configs, uint64_t 
       }
       row.kernels.push_back(std::move(kernel));
     }
-    row.kernels[it->second].configs.push_back(i);
+    Kernel& kernel = row.kernels[it->second];
+    kernel.configs.push_back(i);
     row.kernel_of.push_back(it->second);
+    if (fresh) {
+      auto done = finished.find(row.configs[i].ToString());
+      if (done != finished.end()) {
+        kernel.carried = true;
+        kernel.carried_line = done->second;
+      }
+    }
+    if (kernel.carried) ++row.carried_configs;
+  }
+  // The kernels still to compile, in sweep order, in batches.
+  const size_t batch_size = static_cast<size_t>(std::max(1, options.batch_size));
+  for (size_t k = 0; k < row.kernels.size(); ++k) {
+    Kernel& kernel = row.kernels[k];
+    if (kernel.carried) {
+      kernel.compiled.set_status(kernel.carried_line.compile == "COMPILE_OK"
+                                     ? v1::COMPILE_OK
+                                     : v1::COMPILE_FAILED);
+      continue;
+    }
+    if (options.finish_only) {
+      kernel.compiled.set_log("not swept: --finish sweeps nothing new");
+      continue;
+    }
+    if (row.batches.empty() || row.batches.back().kernels.size() >= batch_size) {
+      row.batches.emplace_back();
+    }
+    kernel.batch = row.batches.size() - 1;
+    row.batches.back().kernels.push_back(k);
   }
   row.generate_s = Seconds(start);
 }
@@ -292,8 +321,8 @@ class CompilePool {
 
   void Add(Row* row) {
     std::lock_guard<std::mutex> lock(mu_);
-    row->compiles_left = row->kernels.size();
-    for (size_t k = 0; k < row->kernels.size(); ++k) queue_.push_back({row, k});
+    row->compiles_left = row->batches.size();
+    for (size_t b = 0; b < row->batches.size(); ++b) queue_.push_back({row, b});
     work_ready_.notify_all();
   }
 
@@ -314,8 +343,57 @@ class CompilePool {
  private:
   struct Item {
     Row* row;
-    size_t kernel;
+    size_t batch;
   };
+
+  // Compiles the batch's kernels as one program; a batch that fails (one bad member fails
+  // them all) is compiled member by member, so every kernel gets its own verdict and log.
+  void CompileBatch(Row& row, size_t b) {
+    Batch& batch = row.batches[b];
+    if (batch.kernels.size() > 1) {
+      std::vector<bench::BatchMember> members;
+      for (size_t k : batch.kernels) {
+        members.push_back({row.kernels[k].candidate.source(),
+                           row.kernels[k].candidate.launch_plan_json()});
+      }
+      absl::StatusOr<bench::KernelBatch> merged = bench::BatchKernels(members);
+      if (merged.ok()) {
+        v1::Candidate candidate;
+        candidate.set_source(merged->source);
+        v1::CompileResult result = compiler_->Compile(candidate, options_);
+        bool complete = result.status() == v1::COMPILE_OK;
+        std::map<std::string, const v1::KernelResources*> by_entry;
+        for (const v1::KernelResources& r : result.kernels()) by_entry[r.entry_point()] = &r;
+        for (size_t m = 0; m < members.size() && complete; ++m) {
+          for (const auto& [original, renamed] : merged->entries[m]) {
+            complete = complete && by_entry.count(renamed) > 0;
+          }
+        }
+        if (complete) {
+          for (size_t m = 0; m < members.size(); ++m) {
+            Kernel& k = row.kernels[batch.kernels[m]];
+            k.compiled.set_status(v1::COMPILE_OK);
+            k.compiled.set_arch(result.arch());
+            k.compiled.set_compiler_version(result.compiler_version());
+            for (const auto& [original, renamed] : merged->entries[m]) {
+              v1::KernelResources* r = k.compiled.add_kernels();
+              *r = *by_entry[renamed];
+              r->set_entry_point(original);
+            }
+            k.batch_plan_json = std::move(merged->plans[m]);
+          }
+          batch.cubin = std::move(*result.mutable_cubin());
+          return;
+        }
+      }
+    }
+    for (size_t k : batch.kernels) {
+      Kernel& kernel = row.kernels[k];
+      kernel.compiled = compiler_->Compile(kernel.candidate, options_);
+      kernel.compiled.clear_ptx();  // the quick pass loads the cubin; PTX is only memory here
+      kernel.batch = SIZE_MAX;
+    }
+  }
 
   void Work() {
     while (true) {
@@ -330,16 +408,17 @@ class CompilePool {
           item.row->compile_start = Clock::now();
         }
       }
-      Kernel& k = item.row->kernels[item.kernel];
-      v1::CompileResult compiled;
+      Batch& batch = item.row->batches[item.batch];
       if (Clock::now() < item.row->compile_deadline) {
-        compiled = compiler_->Compile(k.candidate, options_);
+        CompileBatch(*item.row, item.batch);  // writes only this batch's kernels
       } else {
-        compiled.set_log("skipped: the row's share of --time-budget-s was spent");
+        for (size_t k : batch.kernels) {
+          item.row->kernels[k].compiled.set_log(
+              "skipped: the compile deadline of --time-budget-s had passed");
+        }
       }
       std::lock_guard<std::mutex> lock(mu_);
-      k.compiled = std::move(compiled);
-      item.row->configs_compiled += k.configs.size();
+      for (size_t k : batch.kernels) item.row->configs_compiled += item.row->kernels[k].configs.size();
       if (--item.row->compiles_left == 0) {
         item.row->compile_s = Seconds(item.row->compile_start);
         row_done_.notify_all();
@@ -400,8 +479,20 @@ absl::Status QuickPass(Row& row, const std::string& inputs, const std::filesyste
   json jobs = json::array();
   std::vector<size_t> job_kernel;
   row.quick.assign(row.kernels.size(), QuickResult{});
+  std::vector<bool> batch_written(row.batches.size(), false);
   for (size_t k = 0; k < row.kernels.size(); ++k) {
-    const v1::CompileResult& c = row.kernels[k].compiled;
+    const Kernel& kernel = row.kernels[k];
+    const v1::CompileResult& c = kernel.compiled;
+    if (kernel.carried) {
+      QuickResult& q = row.quick[k];
+      q.verdict = kernel.carried_line.quick_verdict;
+      q.message = kernel.carried_line.message;
+      q.median_s = kernel.carried_line.quick_us * 1e-6;
+      q.reps = kernel.carried_line.reps;
+      q.pruned = kernel.carried_line.pruned;
+      q.max_normalized = kernel.carried_line.max_normalized;
+      continue;
+    }
     if (c.status() == v1::COMPILE_STATUS_UNSPECIFIED) {
       row.quick[k].verdict = "SKIPPED";
       row.quick[k].message = c.log();
@@ -412,9 +503,18 @@ absl::Status QuickPass(Row& row, const std::string& inputs, const std::filesyste
       row.quick[k].message = c.log().substr(0, 300);
       continue;
     }
-    const std::string file = absl::StrCat("k", k, ".cubin");
-    KF_RETURN_IF_ERROR(WriteFile(dir / file, c.cubin()));
-    jobs.push_back({{"cubin", file}, {"plan", row.kernels[k].candidate.launch_plan_json()}});
+    if (kernel.batch != SIZE_MAX) {  // one cubin for the batch, its entries renamed
+      const std::string file = absl::StrCat("b", kernel.batch, ".cubin");
+      if (!batch_written[kernel.batch]) {
+        KF_RETURN_IF_ERROR(WriteFile(dir / file, row.batches[kernel.batch].cubin));
+        batch_written[kernel.batch] = true;
+      }
+      jobs.push_back({{"cubin", file}, {"plan", kernel.batch_plan_json}});
+    } else {
+      const std::string file = absl::StrCat("k", k, ".cubin");
+      KF_RETURN_IF_ERROR(WriteFile(dir / file, c.cubin()));
+      jobs.push_back({{"cubin", file}, {"plan", kernel.candidate.launch_plan_json()}});
+    }
     job_kernel.push_back(k);
   }
   json manifest = {{"jobs", jobs}, {"reps", options.reps}, {"prune_factor", options.prune_factor}};
@@ -626,6 +726,8 @@ struct TableContext {
   int max_configs = 0;
   double budget_s = 0;
   bool final = true;
+  bool quick_only = false;
+  std::string coverage;  // how the configs were split and carried (shards, --resume)
 };
 
 std::string CompileOnlyTable(const std::vector<std::unique_ptr<Row>>& rows,
@@ -709,6 +811,8 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
       }
       absl::StrAppendFormat(&config, "; CI %.1f–%.1f µs, %s", w.result.candidate().ci_low_s() * 1e6,
                             w.result.candidate().ci_high_s() * 1e6, w.result.candidate().mode());
+    } else if (ctx.quick_only) {
+      config = "not validated: --quick-only (the --finish run validates)";
     } else if (!r->full.empty()) {
       eager = r->full.front().result.eager().median_s();
       const auto& d = r->full.front().result;
@@ -736,6 +840,7 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
       ctx.total_s,
       ctx.max_configs > 0 ? absl::StrCat(", at most ", ctx.max_configs, " configs per row") : "",
       ctx.budget_s > 0 ? absl::StrCat(", time budget ", ctx.budget_s, " s") : "");
+  if (!ctx.coverage.empty()) absl::StrAppend(&out, ctx.coverage, "\n");
   bool notes = false;
   if (ctx.torch) {
     for (const auto& [id, t] : *ctx.torch) {
@@ -749,7 +854,8 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
 }
 
 // Every swept config of a row with its quick and full results, tab-separated.
-absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir) {
+absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
+                          const bench::Shard& shard) {
   std::filesystem::create_directories(dir);
   std::string text =
       "config\tkernel\tcompile\tquick_verdict\tquick_us\treps\tpruned\tmax_normalized\tfull_"
@@ -771,7 +877,7 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir) {
         q.reps, q.pruned ? 1 : 0, q.max_normalized, f ? v1::Verdict_Name(f->result.verdict()) : "",
         f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300));
   }
-  return WriteFile(dir / absl::StrCat(row.anchor.id, ".tsv"), text);
+  return WriteFile(dir / bench::DetailsFileName(row.anchor.id, shard), text);
 }
 
 std::string ExeDir() {
@@ -783,9 +889,11 @@ std::string ExeDir() {
 int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
-  int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234;
-  bool compile_only = false, shape_generic = false;
-  double prune = 2.0, budget_s = 0;
+  std::string shard_text, resume_dir;
+  int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8;
+  bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
+       resume = false;
+  double prune = 2.0, budget_s = 0, reserve_s = -1;
   app.add_option("--rows", rows_filter, "comma-separated anchor row ids or 1-based positions");
   app.add_option("--max-configs", max_configs,
                  "sweep at most N valid configs per row (the prior's best N/2 and N/2 seeded "
@@ -795,6 +903,27 @@ int Main(int argc, char** argv) {
                  "stop compiling a row once its share of this many seconds is spent (rows "
                  "share it evenly, earlier rows' savings pass on); 0: no limit")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", batch,
+                 "configs compiled as one NVRTC program (kernel_batch.h: headers and process "
+                 "start paid once; 1: one program per config)")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--shard", shard_text,
+                 "I/N: sweep only every N-th config of each row's order starting at the I-th "
+                 "(one shard per GPU: run N processes, each with CUDA_VISIBLE_DEVICES set); "
+                 "writes DIR/<row>.shard-I-of-N.tsv under --details");
+  app.add_flag("--resume", resume,
+               "carry the configs already finished in the --details directory (any shard's "
+               "file) instead of sweeping them again; a later call continues where the "
+               "last stopped");
+  app.add_flag("--quick-only", quick_only,
+               "stop after the quick pass and its --details (shard runs: --finish validates)");
+  app.add_flag("--finish", finish,
+               "sweep nothing new: read every shard's --details, put the best through full "
+               "validation and print the table of what was covered (implies --resume)");
+  app.add_option("--gpu-reserve-s", reserve_s,
+                 "with --time-budget-s: seconds before its end at which compiling stops, kept "
+                 "for the quick passes still queued (default: 30 capped, 120 exhaustive, at "
+                 "most a quarter of the budget)");
   app.add_flag("--compile-only", compile_only,
                "stop before the GPU: enumerate, compile and print the counts");
   app.add_option("--top", top, "quick-pass winners put through full validation")
@@ -820,6 +949,26 @@ int Main(int argc, char** argv) {
   app.add_flag("--shape-generic", shape_generic,
                "full validation also on the evaluator's held-out shape");
   CLI11_PARSE(app, argc, argv);
+  bench::Shard shard;
+  if (!shard_text.empty()) {
+    absl::StatusOr<bench::Shard> parsed = bench::ParseShard(shard_text);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    shard = *parsed;
+  }
+  if ((resume || finish) && details_dir.empty()) {
+    std::fprintf(stderr,
+                 "--resume and --finish read the results of earlier runs from --details DIR; "
+                 "pass the directory those runs wrote\n");
+    return 2;
+  }
+  if (finish && shard.count > 1) {
+    std::fprintf(stderr, "--finish merges every shard; run it without --shard\n");
+    return 2;
+  }
+  if (resume || finish) resume_dir = details_dir;
 
   absl::StatusOr<std::vector<AnchorRow>> anchors = bench::SelectRows(rows_filter, kTargetIdPrefix);
   if (!anchors.ok()) {
@@ -909,6 +1058,18 @@ int Main(int argc, char** argv) {
   ctx.gpu = gpu;
   ctx.max_configs = max_configs;
   ctx.budget_s = budget_s;
+  ctx.quick_only = quick_only;
+  if (finish || resume || shard.count > 1) {
+    ctx.coverage = absl::StrCat(
+        finish ? "Merged from the --details of every shard and call (--finish): "
+               : (resume ? "Resumed (--resume): configs finished by earlier calls are counted "
+                           "with their earlier quick results; "
+                         : ""),
+        shard.count > 1 ? absl::StrCat("this run swept shard ", shard_text,
+                                       " (every ", shard.count, "-th config of each row). ")
+                        : "",
+        "\"configs swept\" of \"valid\" is the coverage: equal means exhaustive.");
+  }
   auto publish = [&](bool final) {
     ctx.final = final;
     ctx.total_s = Seconds(start);
@@ -924,24 +1085,39 @@ int Main(int argc, char** argv) {
   };
   {
     CompilePool pool(compiler->get(), compile_options, jobs);
-    // Row r stops compiling at its cumulative share of the budget, less a reserve for the
-    // GPU work of the last row.
-    const double reserve = std::min(30.0, budget_s / 4);
+    // A capped sweep: row r stops compiling at its cumulative share of the budget, less a
+    // reserve for the GPU work of the last row. An exhaustive one (no --max-configs): every
+    // row compiles until one deadline, the budget less --gpu-reserve-s for the quick passes
+    // still to run; what is left is swept by the next call (--resume).
+    const double reserve =
+        reserve_s >= 0 ? reserve_s : std::min(max_configs > 0 ? 30.0 : 120.0, budget_s / 4);
+    PrepareOptions prepare;
+    prepare.max_configs = max_configs;
+    prepare.seed = static_cast<uint64_t>(seed);
+    prepare.shard = shard;
+    prepare.batch_size = batch;
+    prepare.resume_dir = resume_dir;
+    prepare.finish_only = finish;
     for (size_t i = 0; i < rows.size(); ++i) {
       Row& r = *rows[i];
       if (budget_s > 0) {
+        const double share =
+            max_configs > 0 ? static_cast<double>(i + 1) / static_cast<double>(rows.size()) : 1.0;
         r.compile_deadline =
-            start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                        (budget_s - reserve) * static_cast<double>(i + 1) / rows.size()));
+            start + std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(std::max(0.0, budget_s - reserve) * share));
       }
       // Enumeration and generation are quick next to compiling: queue each row as it is ready.
-      PrepareRow(r, model, max_configs, static_cast<uint64_t>(seed));
+      PrepareRow(r, model, prepare);
       std::fprintf(stderr,
                    "%s: %s, %zu valid configs (enumerated in %.1f s, %.0f configs/s), %zu to "
-                   "sweep, %zu distinct kernels%s%s\n",
+                   "sweep%s, %zu distinct kernels, %zu carried from --details, %zu compile "
+                   "batches%s%s\n",
                    r.anchor.id.c_str(), r.family.c_str(), r.enumeration.valid.size(), r.enumerate_s,
                    r.enumeration.product / std::max(r.enumerate_s, 1e-9), r.configs.size(),
-                   r.kernels.size(), r.error.empty() ? "" : ": ", r.error.c_str());
+                   shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
+                   r.kernels.size(), r.carried_configs, r.batches.size(),
+                   r.error.empty() ? "" : ": ", r.error.c_str());
       std::vector<std::pair<int64_t, std::string>> reasons;
       for (const auto& [why, n] : r.enumeration.refusals) reasons.emplace_back(-n, why);
       std::sort(reasons.begin(), reasons.end());
@@ -996,6 +1172,8 @@ int Main(int argc, char** argv) {
       r->quick_s = Seconds(t);
       std::error_code ec;
       std::filesystem::remove_all(row_dir, ec);
+      for (Batch& b : r->batches) std::string().swap(b.cubin);
+      for (Kernel& k : r->kernels) k.compiled.clear_cubin();
       if (!q.ok()) {
         r->error = absl::StrCat("quick pass: ", q.message());
         std::fprintf(stderr, "  %s: %s\n", r->anchor.id.c_str(), r->error.c_str());
@@ -1003,16 +1181,22 @@ int Main(int argc, char** argv) {
         publish(false);
         continue;
       }
-      t = Clock::now();
-      // Past the budget: one full validation instead of `top`.
-      const bool late = budget_s > 0 && Seconds(start) > budget_s;
-      FullValidation(*r, *pipeline, *inputs, gpu.arch(), late ? 1 : top, shape_generic);
-      r->full_s = Seconds(t);
-      r->done = true;
-      if (!details_dir.empty()) {
-        absl::Status s = WriteDetails(*r, details_dir);
+      // The quick results first, so a run cut short during full validation keeps them.
+      auto write_details = [&] {
+        if (details_dir.empty()) return;
+        absl::Status s = WriteDetails(*r, details_dir, shard);
         if (!s.ok()) std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      };
+      write_details();
+      if (!quick_only) {
+        t = Clock::now();
+        // Past the budget: one full validation instead of `top`.
+        const bool late = !finish && budget_s > 0 && Seconds(start) > budget_s;
+        FullValidation(*r, *pipeline, *inputs, gpu.arch(), late ? 1 : top, shape_generic);
+        r->full_s = Seconds(t);
+        write_details();
       }
+      r->done = true;
       publish(false);
     }
   }

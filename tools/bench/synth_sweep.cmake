@@ -7,6 +7,7 @@ include(${CMAKE_SOURCE_DIR}/tools/bench/anchor_rows.cmake)
 add_executable(kforge-synth-sweep ${CMAKE_SOURCE_DIR}/tools/bench/synth_sweep.cc)
 target_link_libraries(kforge-synth-sweep PRIVATE
   kforge_bench_anchor_rows kforge_synth kforge_evaluate_service kforge_tensor_io kforge_common
+  kforge_torch_rows
   CLI11::CLI11 nlohmann_json::nlohmann_json)
 set_target_properties(kforge-synth-sweep PROPERTIES BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}")
 
@@ -18,3 +19,10 @@ set_target_properties(kforge-synth-sweep-quick PROPERTIES BUILD_RPATH "${KFORGE_
 
 # The children the sweep starts from its own directory.
 add_dependencies(kforge-synth-sweep kforge-synth-sweep-quick kforge-evaluator kforge-nvrtc)
+
+# Batched NVRTC programs, shards and details TSVs of the sweep (tests/bench/).
+add_library(kforge_bench_sweep STATIC
+  ${CMAKE_SOURCE_DIR}/tools/bench/kernel_batch.cc ${CMAKE_SOURCE_DIR}/tools/bench/sweep_details.cc)
+target_link_libraries(kforge_bench_sweep PUBLIC
+  absl::status absl::statusor absl::strings nlohmann_json::nlohmann_json)
+target_link_libraries(kforge-synth-sweep PRIVATE kforge_bench_sweep)

@@ -1,35 +1,61 @@
 #!/usr/bin/env python3
-"""Eager and torch.compile times of the synthesizer sweep's anchor rows, for kforge-synth-sweep.
+"""Eager and torch.compile times of single aten ops: sweep anchor rows, optimize targets.
 
-Reads the rows that `kforge-synth-sweep --emit-rows FILE` writes (aten op, schema arguments,
-input shapes, dtypes and fills), calls each op through torch.ops.aten exactly as the worker's
-reference does, and times eager and torch.compile (mode default, then
-max-autotune-no-cudagraphs while the time budget lasts) the way the worker times candidates:
-CUDA events around one call, the L2 flushed before every rep, eager and compiled interleaved
-(alternating order), 10 estimate reps then enough for about a second (30..200), median.
-Writes JSON: {"rows": {ID: {"eager_s", "compiled_s": {MODE: s}, "compile_wall_s": {MODE: s},
-"note"}}, ...} that `kforge-synth-sweep --torch-times` joins into its table.
+Reads rows (aten op, schema arguments, input shapes, dtypes and fills) written by
+`kforge-synth-sweep --emit-rows FILE` or `kforge report RUN --torch-rows FILE` (common/
+torch_rows.h), calls each op through torch.ops.aten exactly as the worker's reference does
+(arguments matched to the op's schema by name, ScalarType codes as dtypes), and times eager
+and torch.compile (mode default, then max-autotune-no-cudagraphs while the time budget
+lasts). A row with "inputs_file" (`kforge report --torch-inputs`) is timed on the target's
+captured inputs (a torch.save'd dict by input name); the others on random inputs drawn by
+their fills. Writes JSON: {"rows": {ID: {"eager_s", "compiled_s": {MODE: s},
+"compile_wall_s": {MODE: s}, "inputs", "note"}}, ...} that `kforge-synth-sweep --torch-times`
+and tools/bench/target_table.py join into their tables.
+
+Timing method (the worker's, see DESIGN.md): CUDA events around one call, the L2 flushed
+before every rep, eager and compiled interleaved (alternating order), 10 estimate reps then
+enough for about a second (30..200), median. One addition makes the events honest for ops of
+a few microseconds: a rep's start event sits right after its L2 flush, so if the GPU finishes
+the flush before the CPU has launched the op (the compiled function's Python wrapper and
+guards take tens of microseconds), the idle gap lands inside start..end and is counted as the
+op's time. So the GPU is made to run behind the CPU: each batch of reps (at most
+--batch-reps per function) starts with torch.cuda._sleep(cycles), a spin kernel long enough
+to cover the CPU's enqueueing of the whole batch — cycles = 2 x (measured CPU seconds per
+rep, all functions) x batch + 200 us, converted with the spin kernel's measured cycles per
+second. While the GPU spins the CPU queues every flush, event and call of the batch, so each
+rep's events bracket only GPU work. After queueing, an event recorded behind the spin must
+still be pending; if it is not, the spin was too short: the batch is discarded and retried
+with twice the cycles (up to 3 times; a batch that stays uncovered is kept and counted in the
+row's "uncovered_batches").
 
   torch_compile_times.py --rows-json ROWS --out TIMES [--rows ID,...] [--modes M,...]
-                         [--time-budget-s S] [--check]
+                         [--time-budget-s S] [--batch-reps N] [--check]
 
---check needs no GPU: it builds every row's call on the meta device and runs it there, which
-proves the rows file and the argument mapping without timing anything.
+--check needs no GPU: it builds every row's call on the meta device and runs it there (rows
+with captured inputs load them and check their shapes and dtypes first), which proves the rows
+file and the argument mapping without timing anything.
 """
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 
 MODES = ("default", "max-autotune-no-cudagraphs")
 FILLS = ("normal", "weight", "bias")
+# c10::ScalarType codes as the capture records a dtype argument (an int).
+SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
+                6: "float32", 7: "float64", 9: "complex64", 10: "complex128", 11: "bool",
+                15: "bfloat16"}
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows-json", required=True, help="rows written by kforge-synth-sweep --emit-rows")
+    p.add_argument("--rows-json", required=True,
+                   help="rows written by kforge-synth-sweep --emit-rows or kforge report "
+                        "--torch-rows")
     p.add_argument("--out", help="where to write the times (JSON); required unless --check")
     p.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
     p.add_argument("--modes", default=",".join(MODES),
@@ -39,6 +65,9 @@ def parse_args(argv):
                         "(default: %(default)s)")
     p.add_argument("--min-reps", type=int, default=30)
     p.add_argument("--max-reps", type=int, default=200)
+    p.add_argument("--batch-reps", type=int, default=25,
+                   help="reps per function queued behind one GPU spin (bounds the launch "
+                        "queue; default: %(default)s)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--check", action="store_true",
                    help="build and run every row on the meta device (no GPU) and exit")
@@ -51,6 +80,8 @@ def parse_args(argv):
         p.error("--out is required (or pass --check)")
     if args.min_reps < 1 or args.max_reps < args.min_reps:
         p.error("--min-reps must be >= 1 and --max-reps >= --min-reps")
+    if args.batch_reps < 1:
+        p.error("--batch-reps must be >= 1")
     return args
 
 
@@ -60,7 +91,7 @@ def load_rows(path, wanted):
             rows = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
         sys.exit(f"--rows-json {path}: cannot read it ({e}); write it with "
-                 "kforge-synth-sweep --emit-rows")
+                 "kforge-synth-sweep --emit-rows or kforge report RUN --torch-rows")
     if not isinstance(rows, list):
         sys.exit(f"--rows-json {path}: expected a JSON list of rows")
     for r in rows:
@@ -71,6 +102,15 @@ def load_rows(path, wanted):
             if t.get("fill") not in FILLS:
                 sys.exit(f"--rows-json {path}: row {r['id']} input {i} has fill "
                          f"{t.get('fill')!r}; expected one of {FILLS}")
+        if "inputs_file" in r:
+            if not os.path.isfile(r["inputs_file"]):
+                sys.exit(f"--rows-json {path}: row {r['id']} names inputs_file "
+                         f"{r['inputs_file']}, which does not exist; re-run kforge report "
+                         "--torch-inputs, or drop inputs_file to time on random inputs")
+            if len(r.get("input_names", [])) != len(r["inputs"]):
+                sys.exit(f"--rows-json {path}: row {r['id']} has inputs_file but "
+                         f"{len(r.get('input_names', []))} input_names for "
+                         f"{len(r['inputs'])} inputs")
     if wanted:
         ids = [w for w in wanted.split(",") if w]
         known = {r["id"] for r in rows}
@@ -91,61 +131,154 @@ def aten_op(torch, row):
 
 def dtype_of(torch, name):
     table = {"FLOAT32": torch.float32, "FLOAT16": torch.float16, "BFLOAT16": torch.bfloat16,
-             "FLOAT64": torch.float64, "INT64": torch.int64, "INT32": torch.int32}
+             "FLOAT64": torch.float64, "INT64": torch.int64, "INT32": torch.int32,
+             "INT16": torch.int16, "INT8": torch.int8, "UINT8": torch.uint8, "BOOL": torch.bool}
     if name not in table:
         raise ValueError(f"dtype {name} is not handled")
     return table[name]
 
 
+def dense_strides(sizes):
+    strides, step = [], 1
+    for n in reversed(sizes):
+        strides.insert(0, step)
+        step *= max(n, 1)
+    return strides
+
+
+def captured_inputs(torch, row, device):
+    """The row's captured tensors in input order, checked against its signature."""
+    data = torch.load(row["inputs_file"], map_location="cpu" if device == "meta" else device,
+                      weights_only=True)
+    if isinstance(data, torch.Tensor):
+        data = [data]
+    if isinstance(data, dict):
+        missing = [n for n in row["input_names"] if n not in data]
+        if missing:
+            raise ValueError(f"row {row['id']}: {row['inputs_file']} lacks input(s) "
+                             f"{', '.join(missing)} (it holds {', '.join(map(str, data))})")
+        tensors = [data[n] for n in row["input_names"]]
+    else:
+        tensors = list(data)
+        if len(tensors) != len(row["inputs"]):
+            raise ValueError(f"row {row['id']}: {row['inputs_file']} holds {len(tensors)} "
+                             f"tensors for {len(row['inputs'])} inputs")
+    out = []
+    for i, (t, spec) in enumerate(zip(tensors, row["inputs"])):
+        dtype = dtype_of(torch, spec["dtype"])
+        if list(t.shape) != list(spec["sizes"]) or t.dtype != dtype:
+            raise ValueError(f"row {row['id']}: captured input {i} is {list(t.shape)} {t.dtype}, "
+                             f"the row says {spec['sizes']} {dtype}; re-run kforge report")
+        if device == "meta":
+            t = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+        out.append(t)
+    return out
+
+
 def make_inputs(torch, row, device, generator=None):
+    if "inputs_file" in row:
+        return captured_inputs(torch, row, device)
     tensors = []
     for spec in row["inputs"]:
         dtype = dtype_of(torch, spec["dtype"])
+        sizes = spec["sizes"]
+        strides = spec.get("strides") or dense_strides(sizes)
         if device == "meta":
-            tensors.append(torch.empty(spec["sizes"], dtype=dtype, device="meta"))
+            tensors.append(torch.empty_strided(sizes, strides, dtype=dtype, device="meta"))
             continue
-        t = torch.randn(spec["sizes"], device=device, generator=generator)
-        if spec["fill"] == "weight":
-            t = t * 0.1 + 1
-        elif spec["fill"] == "bias":
-            t = t * 0.1
-        tensors.append(t.to(dtype))
+        if dtype.is_floating_point:
+            t = torch.randn(sizes, device=device, generator=generator)
+            if spec["fill"] == "weight":
+                t = t * 0.1 + 1
+            elif spec["fill"] == "bias":
+                t = t * 0.1
+        else:  # indices and masks: small non-negative values valid for most index arguments
+            t = torch.randint(0, 2, sizes, device=device, generator=generator)
+        t = t.to(dtype)
+        if list(strides) != dense_strides(sizes):  # the signature's layout, values copied in
+            t = torch.empty_strided(sizes, strides, dtype=dtype, device=device).copy_(t)
+        tensors.append(t)
     return tensors
 
 
 def make_call(torch, row):
-    """fn(*inputs) calling the row's aten op with its arguments in schema order."""
+    """fn(*inputs) calling the row's aten op with its arguments matched to the op's schema."""
     op = aten_op(torch, row)
-    plan = [("input", a["input"]) if "input" in a else ("value", a.get("value"))
-            for a in row["args"]]
+    given = {a["name"]: a for a in row["args"]}
+    formal = op._schema.arguments
+    unknown = sorted(set(given) - {a.name for a in formal})
+    if unknown:
+        raise ValueError(f"row {row['id']}: argument(s) {', '.join(unknown)} are not in the "
+                         f"schema {op._schema}")
+    plan, keyword = [], False  # (keyword name or None, ("input", index) | ("value", v))
+    for a in formal:
+        if a.name not in given:
+            if not a.has_default_value():
+                raise ValueError(f"row {row['id']}: required argument {a.name!r} of "
+                                 f"{op._schema} is missing")
+            keyword = True  # later arguments go by name past the defaulted one
+            continue
+        g = given[a.name]
+        if "input" in g:
+            entry = ("input", g["input"])
+        else:
+            v = g.get("value")
+            if isinstance(v, int) and not isinstance(v, bool) and "ScalarType" in str(a.type):
+                if v not in SCALAR_TYPES:
+                    raise ValueError(f"row {row['id']}: argument {a.name!r} is ScalarType "
+                                     f"code {v}, which this script does not map")
+                v = getattr(torch, SCALAR_TYPES[v])
+            entry = ("value", v)
+        plan.append((a.name if keyword or a.kwarg_only else None, entry))
 
     def call(*inputs):
-        return op(*[inputs[v] if kind == "input" else v for kind, v in plan])
+        args, kwargs = [], {}
+        for name, (kind, v) in plan:
+            value = inputs[v] if kind == "input" else v
+            if name is None:
+                args.append(value)
+            else:
+                kwargs[name] = value
+        return op(*args, **kwargs)
 
     return call
 
 
 class Timer:
-    """The worker's timing method: L2 flush, CUDA events around one call, interleaving."""
+    """The worker's timing method (L2 flush, CUDA events around one call, interleaving) with
+    the GPU held behind the CPU by a spin kernel per batch (see the module docstring)."""
 
-    def __init__(self, torch, min_reps, max_reps):
+    def __init__(self, torch, min_reps, max_reps, batch_reps):
         self.torch = torch
         props = torch.cuda.get_device_properties(0)
         l2 = getattr(props, "L2_cache_size", 0) or (60 << 20)
         self.flush_buf = torch.empty(max(2 * l2, 8 << 20), dtype=torch.uint8, device="cuda")
-        self.min_reps, self.max_reps = min_reps, max_reps
+        self.min_reps, self.max_reps, self.batch_reps = min_reps, max_reps, batch_reps
         self.flushes = 0
+        self.cycles_per_s = self._calibrate_sleep()
+
+    def _calibrate_sleep(self):
+        """Cycles per second of torch.cuda._sleep (the SM clock it spins on)."""
+        torch = self.torch
+        cycles = 20_000_000
+        torch.cuda._sleep(1000)  # load the kernel
+        best = None
+        for _ in range(3):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            s = start.elapsed_time(end) * 1e-3
+            best = s if best is None else min(best, s)
+        return cycles / max(best, 1e-6)
 
     def flush(self):
         self.flushes += 1
         self.flush_buf.fill_(self.flushes & 0xFF)
 
-    def _reps(self, fns, inputs, reps):
-        torch = self.torch
-        names = list(fns)
-        events = {n: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(reps)] for n in names}
-        for i in range(reps):
+    def _enqueue(self, fns, names, inputs, first, count, events):
+        for i in range(first, first + count):
             order = names[i % len(names):] + names[:i % len(names)]
             for n in order:
                 self.flush()
@@ -153,17 +286,57 @@ class Timer:
                 start.record()
                 fns[n](*inputs)
                 end.record()
+
+    def _reps(self, fns, inputs, reps, cpu_per_rep):
+        torch = self.torch
+        names = list(fns)
+        events = {n: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(reps)] for n in names}
+        done = 0
+        while done < reps:
+            count = min(self.batch_reps, reps - done)
+            covered = False
+            for attempt in range(3):
+                cycles = int((2.0 * cpu_per_rep * count * (2 ** attempt) + 200e-6)
+                             * self.cycles_per_s)
+                torch.cuda.synchronize()
+                spun = torch.cuda.Event()
+                torch.cuda._sleep(cycles)
+                spun.record()
+                t0 = time.perf_counter()
+                self._enqueue(fns, names, inputs, done, count, events)
+                queued_s = time.perf_counter() - t0
+                covered = not spun.query()  # the GPU still spins: every rep was queued first
+                cpu_per_rep = max(cpu_per_rep, queued_s / count)
+                if covered:
+                    break
+            if not covered:
+                self.uncovered_batches += 1
+            done += count
         torch.cuda.synchronize()
-        return {n: [s.elapsed_time(e) * 1e-3 for s, e in events[n]] for n in names}
+        return {n: [s.elapsed_time(e) * 1e-3 for s, e in events[n]] for n in names}, cpu_per_rep
 
     def time(self, fns, inputs):
+        """{name: median seconds}, and how many batches the spin failed to cover."""
+        torch = self.torch
+        self.uncovered_batches = 0
         for _ in range(3):
             for f in fns.values():
                 f(*inputs)
-        self.torch.cuda.synchronize()
-        estimate = sum(statistics.median(v) for v in self._reps(fns, inputs, 10).values())
+        torch.cuda.synchronize()
+        # The CPU's cost of queueing one rep of every function, with the GPU not in the way.
+        t0 = time.perf_counter()
+        for _ in range(5):
+            for f in fns.values():
+                self.flush()
+                f(*inputs)
+        cpu_per_rep = (time.perf_counter() - t0) / 5
+        torch.cuda.synchronize()
+        first, cpu_per_rep = self._reps(fns, inputs, 10, cpu_per_rep)
+        estimate = sum(statistics.median(v) for v in first.values())
         reps = int(min(max(1.0 / max(estimate, 1e-7), self.min_reps), self.max_reps))
-        return {n: statistics.median(v) for n, v in self._reps(fns, inputs, reps).items()}
+        times, _ = self._reps(fns, inputs, reps, cpu_per_rep)
+        return {n: statistics.median(v) for n, v in times.items()}, self.uncovered_batches
 
 
 def check(rows):
@@ -171,7 +344,8 @@ def check(rows):
     for row in rows:
         out = make_call(torch, row)(*make_inputs(torch, row, "meta"))
         shapes = [tuple(o.shape) for o in (out if isinstance(out, (tuple, list)) else [out])]
-        print(f"{row['id']}: {row['op']}.{row['overload'] or 'default'} -> {shapes}")
+        source = "captured inputs" if "inputs_file" in row else "random inputs"
+        print(f"{row['id']}: {row['op']}.{row['overload'] or 'default'} -> {shapes} ({source})")
     print(f"{len(rows)} rows build and run on the meta device (torch {torch.__version__})")
 
 
@@ -181,51 +355,62 @@ def measure(rows, args):
         sys.exit("torch_compile_times.py times on a CUDA GPU and this machine has none "
                  "(torch.cuda.is_available() is False); --check runs without one")
     begin = time.monotonic()
-    timer = Timer(torch, args.min_reps, args.max_reps)
+    timer = Timer(torch, args.min_reps, args.max_reps, args.batch_reps)
     out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
            "method": "CUDA events, L2 flushed before every rep, eager and compiled interleaved, "
-                     "median", "rows": {}}
+                     "each batch of reps queued behind a GPU spin so the events bracket only "
+                     "GPU work, median",
+           "sleep_cycles_per_s": timer.cycles_per_s, "rows": {}}
     for row in rows:
         out["rows"][row["id"]] = {"label": row.get("label", ""), "eager_s": 0.0,
-                                  "compiled_s": {}, "compile_wall_s": {}, "note": ""}
+                                  "compiled_s": {}, "compile_wall_s": {},
+                                  "inputs": "captured" if "inputs_file" in row else "random",
+                                  "uncovered_batches": 0, "note": ""}
 
     def over_budget():
         return args.time_budget_s > 0 and time.monotonic() - begin > args.time_budget_s
+
+    def add_note(rec, text):
+        rec["note"] = (rec["note"] + " " if rec["note"] else "") + text
 
     # Every row in the first mode before any row in the next: the budget cuts the extras.
     for mode in args.modes:
         for row in rows:
             rec = out["rows"][row["id"]]
             if over_budget():
-                rec["note"] = (rec["note"] + " " if rec["note"] else "") + \
-                    f"{mode} skipped: --time-budget-s {args.time_budget_s:g} spent"
+                add_note(rec, f"{mode} skipped: --time-budget-s {args.time_budget_s:g} spent")
                 continue
-            gen = torch.Generator(device="cuda").manual_seed(args.seed)
-            inputs = make_inputs(torch, row, "cuda", gen)
-            eager = make_call(torch, row)
-            # A fresh dynamo cache per row and mode, static shapes: one specialized graph each,
-            # as a model would get (no recompile limit, no automatic dynamic shapes).
-            torch._dynamo.reset()
-            compiled = torch.compile(make_call(torch, row), mode=None if mode == "default" else mode,
-                                     dynamic=False, fullgraph=True)
+            inputs = None
             try:
+                gen = torch.Generator(device="cuda").manual_seed(args.seed)
+                inputs = make_inputs(torch, row, "cuda", gen)
+                eager = make_call(torch, row)
+                # A fresh dynamo cache per row and mode, static shapes: one specialized graph
+                # each, as a model would get (no recompile limit, no automatic dynamic shapes).
+                torch._dynamo.reset()
+                compiled = torch.compile(make_call(torch, row),
+                                         mode=None if mode == "default" else mode,
+                                         dynamic=False, fullgraph=True)
                 t0 = time.monotonic()
                 compiled(*inputs)
                 torch.cuda.synchronize()
                 rec["compile_wall_s"][mode] = round(time.monotonic() - t0, 2)
-                times = timer.time({"eager": eager, "compiled": compiled}, inputs)
-            except Exception as e:  # a compile failure is a result, not the end of the run
-                rec["note"] = (rec["note"] + " " if rec["note"] else "") + \
-                    f"{mode} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                times, uncovered = timer.time({"eager": eager, "compiled": compiled}, inputs)
+            except Exception as e:  # a failure is a result, not the end of the run
+                add_note(rec, f"{mode} failed: {type(e).__name__}: "
+                              f"{(str(e).splitlines() or [''])[0][:200]}")
                 continue
             finally:
                 del inputs
             if not rec["eager_s"]:
                 rec["eager_s"] = times["eager"]
             rec["compiled_s"][mode] = times["compiled"]
+            rec["uncovered_batches"] += uncovered
             print(f"{row['id']}: eager {times['eager'] * 1e6:.1f} us, torch.compile {mode} "
                   f"{times['compiled'] * 1e6:.1f} us (compiled in "
-                  f"{rec['compile_wall_s'][mode]:.1f} s)", flush=True)
+                  f"{rec['compile_wall_s'][mode]:.1f} s)"
+                  + (f"; {uncovered} batches not covered by the spin" if uncovered else ""),
+                  flush=True)
             torch.cuda.empty_cache()
     out["wall_s"] = round(time.monotonic() - begin, 1)
     with open(args.out, "w") as f:
@@ -238,7 +423,10 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     rows = load_rows(args.rows_json, args.rows)
     if args.check:
-        check(rows)
+        try:
+            check(rows)
+        except (ValueError, RuntimeError, AttributeError) as e:
+            sys.exit(f"--check: {e}")
     else:
         measure(rows, args)
 

@@ -2,43 +2,88 @@
 # GPU round step (tools/gpu-check runs it with OUT_DIR): the whole user path on example models —
 # `kforge optimize` (which exports the bundle into RUN/export), then tools/check-optimized
 # comparing the optimized model with the original (outputs, fallback counters, end-to-end
-# latency vs eager and torch.compile). Each model's summary and check table are printed and
-# kept under OUT_DIR/optimize-<name>/.
+# latency vs eager and torch.compile), then per target eager and torch.compile of the single
+# aten op on its captured inputs (`kforge report --torch-rows` -> tools/bench/
+# torch_compile_times.py) and the benchmark tables (tools/bench/target_table.py). Each model's
+# summary, check table (check.txt, check.json), torch-times.json and table.md are kept under
+# OUT_DIR/optimize-<name>/; every model's tables together in OUT_DIR/optimize-tables.md.
 #   KFORGE_GPU_MODELS="resnet50_b32 qwen3"   which models (default: all below)
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
+#   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
+#   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
+#   KFORGE_GPU_TORCH_BUDGET_S=S              torch_compile_times.py --time-budget-s (default 300)
+# A model's fourth field names the op of the seed paper's figure for it (OP:K): a second run,
+# optimize-<name>-paper, searches the top K targets of that op alone with the same iterations
+# (issue 6 compares them with the paper's speedups at 50 iterations or fewer).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/gpu-check}
 M=$OUT_DIR/optimize-models
 ITERATIONS=${KFORGE_GPU_OPTIMIZE_ITERATIONS:-30}
+TOP=${KFORGE_GPU_OPTIMIZE_TOP:-3}
+GPUS=()
+[[ -n ${KFORGE_GPU_OPTIMIZE_GPUS:-} ]] && GPUS=(--gpus "$KFORGE_GPU_OPTIMIZE_GPUS")
+TORCH_BUDGET_S=${KFORGE_GPU_TORCH_BUDGET_S:-300}
 mkdir -p "$M"
-# name | factory | export/factory keyword arguments
+runs=()
+# name | factory | export/factory keyword arguments | seed paper's op:K
 MODELS=(
-  "resnet50_b1|examples/resnet50.py:make|batch=1"
-  "resnet50_b32|examples/resnet50.py:make|batch=32"
-  "qwen3|examples/qwen3.py:make|seq=2048 dtype=bfloat16"
-  "qwen3_moe|examples/qwen3_moe.py:make|seq=2048 dtype=bfloat16"
-  "gemma3|examples/gemma3.py:make|seq=2048 dtype=bfloat16"
-  "sd_vae|examples/sd_vae.py:make|size=512"
+  "resnet50_b1|examples/resnet50.py:make|batch=1|"
+  "resnet50_b32|examples/resnet50.py:make|batch=32|adaptive_avg_pool2d:1"
+  "qwen3|examples/qwen3.py:make|seq=2048 dtype=bfloat16|"
+  "qwen3_moe|examples/qwen3_moe.py:make|seq=2048 dtype=bfloat16|softmax:2"
+  "gemma3|examples/gemma3.py:make|seq=2048 dtype=bfloat16|softmax:1"
+  "sd_vae|examples/sd_vae.py:make|size=512|group_norm:1"
 )
 rc=0
+jobs=()
 for entry in "${MODELS[@]}"; do
-  IFS='|' read -r name factory kwargs <<<"$entry"
+  IFS='|' read -r name factory kwargs paper <<<"$entry"
   [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
+  jobs+=("$name|$factory|$kwargs|--top $TOP")
+  [[ -n $paper ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:}")
+done
+for job in "${jobs[@]}"; do
+  IFS='|' read -r name factory kwargs selection <<<"$job"
+  model=${name%-paper}
   kw=()
   for pair in $kwargs; do kw+=(--kw "$pair"); done
   run=$OUT_DIR/optimize-$name
-  echo "== $name: export, optimize ($ITERATIONS iterations per target), check"
-  python3 tools/kforge-export "$factory" --out "$M/$name" --device cuda "${kw[@]}" || { rc=1; continue; }
-  build/bin/kforge optimize "$M/$name/model.pt" --inputs "$M/$name/inputs.pt" \
-    --out "$run" --top 3 --iterations "$ITERATIONS" --seed 1 >"$run.log" 2>&1 || rc=1
+  echo "== $name: export, optimize ($selection, $ITERATIONS iterations per target), check, tables"
+  rm -f "$run"/{torch-rows,torch-times,check}.json  # never join a previous round's files
+  if [[ ! -f $M/$model/model.pt ]]; then
+    python3 tools/kforge-export "$factory" --out "$M/$model" --device cuda "${kw[@]}" || { rc=1; continue; }
+  fi
+  # shellcheck disable=SC2086  # $selection is flags
+  build/bin/kforge optimize "$M/$model/model.pt" --inputs "$M/$model/inputs.pt" \
+    --out "$run" $selection --iterations "$ITERATIONS" --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || rc=1
   cat "$run/summary.txt" 2>/dev/null || tail -5 "$run.log"
+  if [[ -f $run/report.json ]]; then
+    runs+=("$run")
+    # torch.compile of each target's op alone, on the inputs kforge validated against; the
+    # inputs (up to 100s of MB) are dropped once timed.
+    if build/bin/kforge report "$run" --torch-rows "$run/torch-rows.json" \
+         --torch-inputs "$run/torch-inputs"; then
+      python3 tools/bench/torch_compile_times.py --rows-json "$run/torch-rows.json" \
+        --out "$run/torch-times.json" --time-budget-s "$TORCH_BUDGET_S" || rc=1
+    else
+      rc=1
+    fi
+    rm -rf "$run/torch-inputs"
+  fi
   if [[ -f $run/export/manifest.json ]]; then
     python3 tools/check-optimized "$run/export" --device cuda --module "$factory" "${kw[@]}" \
-      --runs 50 --lib build/lib/libkforge_runtime.so | tee "$run/check.txt"
+      --runs 50 --lib build/lib/libkforge_runtime.so --json-out "$run/check.json" |
+      tee "$run/check.txt"
     [[ ${PIPESTATUS[0]} -eq 0 ]] || rc=1
   else
     echo "$name: no bundle exported (no kernel beat eager, or the export failed: see $run.log)"
   fi
+  if [[ -f $run/report.json ]]; then
+    python3 tools/bench/target_table.py "$run" --out "$run/table.md" && cat "$run/table.md" || rc=1
+  fi
 done
+if ((${#runs[@]})); then
+  python3 tools/bench/target_table.py "${runs[@]}" --out "$OUT_DIR/optimize-tables.md" || rc=1
+fi
 exit $rc

@@ -4,6 +4,7 @@
 #include "services/capture/capture_cli.h"
 #include "runtime/export/export_cli.h"
 #include "services/coordinator/optimize_cli.h"
+#include "services/coordinator/report_cli.h"
 #include "services/coordinator/service/coordinator_cli.h"
 #include "services/proposer/proposer_cli.h"
 #include "services/proposer/synth/family_registry.h"
@@ -25,6 +26,7 @@ void RegisterAll(CLI::App& app) {
   // optimize exports its kernels at the end through the exporter, which links LibTorch; the
   // coordinator itself does not.
   RegisterOptimizeCommands(app, ExportAfterOptimize);
+  RegisterReportCommands(app);
   RegisterExportCommands(app);
   RegisterProposerCommands(app);
   RegisterCoordinatorCommands(app);

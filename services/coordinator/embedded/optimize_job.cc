@@ -171,6 +171,8 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
   capture.inputs_path = o.inputs_path;
   capture.device = use_gpu ? (o.device == "auto" ? "cuda" : o.device) : "cpu";
   capture.top_k = refusal ? o.top_k + kExtraCapturedTargets : o.top_k;
+  capture.ops = o.ops;
+  capture.max_target_input_bytes = o.max_target_input_bytes;
   Say(display, absl::StrCat("capturing ", o.model_path, " on ", capture.device, " ..."));
   const double start = Now();
   absl::StatusOr<CaptureResult> captured = Capturer::Run(capture, &store, [](const v1::Target& t) {
@@ -191,6 +193,16 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
                                plan.profile.targets_size(), Now() - start,
                                plan.profile.forward_time_s() * 1e3, plan.profile.device(),
                                plan.profile.ops_size()));
+  if (!o.ops.empty() && plan.profile.targets().empty()) {
+    std::vector<std::string> hottest;
+    for (const v1::OpGroup& op : plan.profile.ops()) {
+      if (hottest.size() < 8 && std::find(hottest.begin(), hottest.end(), op.op()) == hottest.end())
+        hottest.push_back(op.op());
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ops ", absl::StrJoin(o.ops, ","), ": no such op ran in the model's profiled forward; "
+        "its hottest ops are ", absl::StrJoin(hottest, ", ")));
+  }
   TargetSelection selection = SelectTargets(plan.profile, o.top_k, refusal);
   plan.targets = std::move(selection.selected);
   plan.skipped = std::move(selection.skipped);

@@ -28,6 +28,10 @@ struct OptimizeOptions {
   std::string inputs_path;  // torch.save'd tensor or tuple/list/dict of tensors
   std::string out_dir;
   int top_k = 5;                   // targets searched
+  // Only targets of these ops ("aten::softmax"); empty: any op.
+  std::vector<std::string> ops;
+  // Captured inputs of one target above this are not kept (and the target is not searched).
+  int64_t max_target_input_bytes = int64_t{1} << 30;
   int iterations = 64;             // evaluations per target
   double time_budget_s = 0;        // wall time of the search; 0: none
   std::string proposer = "synth";  // "synth", "openai", "anthropic"

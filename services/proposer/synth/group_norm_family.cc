@@ -36,6 +36,7 @@ class GroupNormFamily : public Family {
     p.ndim = in.sizes_size();
     KF_ASSIGN_OR_RETURN(p.groups, args.Int("num_groups", 1));
     const int64_t channels = in.sizes(1);
+    p.channels = channels;
     if (p.groups <= 0 || channels % p.groups != 0) {
       return absl::InvalidArgumentError(absl::StrCat("group_norm: ", channels,
                                                      " channels do not split into ", p.groups,

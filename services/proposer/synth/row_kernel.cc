@@ -135,11 +135,14 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 
   KfStat s = kf_identity<0>();
   if (PHASE == 2) {
+    // The row's lanes load the partials in parallel and fold them like any row statistic
+    // (fixed order, so every block of the row gets the same bits): a handful of loads per
+    // thread instead of KF_SPLIT serial merges in every thread.
     if (valid) {
       const KfStat* partials = reinterpret_cast<const KfStat*>(args.scratch.data) + row * KF_SPLIT;
-#pragma unroll
-      for (int q = 0; q < KF_SPLIT; ++q) s = kf_merge<0>(s, partials[q]);
+      for (int q = lane; q < KF_SPLIT; q += KF_RT) s = kf_merge<0>(s, partials[q]);
     }
+    s = kf_reduce_row<0>(s, lane, rib, red);
   } else {
     kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
       const KfVec<TI, V> raw = *reinterpret_cast<const KfVec<TI, V>*>(xr + c);
@@ -190,8 +193,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
     float v[V];
     read(c, k, v);
     float o[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) o[i] = kf_out(v[i], c + i, ctx);
+    kf_out_vec<V>(v, c, ctx, o);
     kf_store<V>(yr + c, o);
   });
 #endif
@@ -289,6 +291,14 @@ std::string ContextCode(const RowProblem& p) {
   ctx.c_first = (row %% %d) * cg;
   ctx.hw = cg > 0 ? cols / cg : 1;
   if (ctx.hw == 0) ctx.hw = 1;
+  // col / hw as a multiply-shift (q = (umulhi(col, magic) + col) >> shift, exact for
+  // col, hw < 2^31); wider rows keep the 64-bit division.
+  ctx.div32 = cols < (1ll << 31);
+  if (ctx.div32) {
+    const unsigned d = (unsigned)ctx.hw;
+    ctx.shift = 32u - (unsigned)__clz((int)(d - 1u));
+    ctx.magic = (unsigned)(((((unsigned long long)1 << ctx.shift) - d) << 32) / d + 1ull);
+  }
 )",
                                            p.groups, p.groups));
   }
@@ -302,6 +312,9 @@ struct KfRowCtx {
   const TB* bias;
   kf_i64 c_first;
   kf_i64 hw;
+  unsigned magic;
+  unsigned shift;
+  bool div32;
 };
 __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, kf_i64 row,
                                             kf_i64 cols) {
@@ -313,8 +326,20 @@ __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, k
   ctx.bias = nullptr;
   ctx.c_first = 0;
   ctx.hw = 1;
+  ctx.magic = 1u;
+  ctx.shift = 0u;
+  ctx.div32 = false;
 )",
-                      init, "}\n");
+                      init, "}\n", p.op != RowOp::kGroupNorm ? "" : R"(
+// The channel offset of column `col` within the group's row.
+__device__ __forceinline__ kf_i64 kf_channel(kf_i64 col, const KfRowCtx& ctx) {
+  if (ctx.div32) {
+    const unsigned n = (unsigned)col;
+    return (kf_i64)((__umulhi(n, ctx.magic) + n) >> ctx.shift);
+  }
+  return col / ctx.hw;
+}
+)");
 }
 
 constexpr char kNegInf[] = "__int_as_float(0xff800000)";
@@ -406,17 +431,62 @@ __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfS
 
 namespace {
 
+// kf_out_vec: the output hook of V elements from column c, element by element for ops
+// without per-column parameters.
+constexpr char kOutVecOfOut[] = R"(template <int V>
+__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfRowCtx& ctx,
+                                           float (&o)[V]) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) o[i] = kf_out(v[i], c + i, ctx);
+}
+)";
+
+// kf_out_vec of the norms. Layer and RMS norm load V weights (and biases) as one vector when
+// aligned instead of V scalar loads; group norm finds the channel once per vector (V
+// divides the channel size whenever the row is vectorized and H*W % V == 0) with a
+// multiply-shift division, and folds rstd * weight into one scale per vector: per element
+// a subtract and an FMA instead of a 64-bit division and two scalar loads.
+std::string OutCode(const RowProblem& p) {
+  const bool w = p.weight_input >= 0, b = p.bias_input >= 0;
+  std::string out = R"(
+// V per-column parameters from column c: one vector load when aligned.
+template <int V, typename T>
+__device__ __forceinline__ void kf_load_affine(const T* p, kf_i64 c, float (&out)[V]) {
+  if (V > 1 && kf_aligned(p, V * (int)sizeof(T))) {
+    kf_load<V>(p + c, out);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out[i] = kf_to_float(p[c + i]);
+  }
+}
+template <int V>
+__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfRowCtx& ctx,
+                                           float (&o)[V]) {
+)";
+  if (p.op == RowOp::kGroupNorm) {
+    absl::StrAppend(
+        &out, "  if (ctx.hw % V == 0) {\n", "    const kf_i64 ch = ctx.c_first + kf_channel(c, ctx);\n",
+        "    const float scale = ctx.b", w ? " * kf_to_float(ctx.w[ch])" : "", ";\n",
+        "    const float shift = ", b ? "kf_to_float(ctx.bias[ch])" : "0.f", ";\n",
+        "#pragma unroll\n    for (int i = 0; i < V; ++i) o[i] = fmaf(v[i] - ctx.a, scale, shift);\n",
+        "  } else {\n#pragma unroll\n    for (int i = 0; i < V; ++i) {\n",
+        "      const kf_i64 ch = ctx.c_first + kf_channel(c + i, ctx);\n",
+        "      o[i] = (v[i] - ctx.a) * ctx.b", w ? " * kf_to_float(ctx.w[ch])" : "",
+        b ? " + kf_to_float(ctx.bias[ch])" : "", ";\n    }\n  }\n}\n");
+    return out;
+  }
+  if (w) out += "  float w[V];\n  kf_load_affine<V>(ctx.w, c, w);\n";
+  if (b) out += "  float bb[V];\n  kf_load_affine<V>(ctx.bias, c, bb);\n";
+  const std::string expr = p.op == RowOp::kRmsNorm ? "v[i] * ctx.b" : "(v[i] - ctx.a) * ctx.b";
+  absl::StrAppend(&out, "#pragma unroll\n  for (int i = 0; i < V; ++i) o[i] = ", expr,
+                  w ? " * w[i]" : "", b ? " + bb[i]" : "", ";\n}\n");
+  return out;
+}
+
 // KfStat and the hooks of each op. `two_pass` picks the two-pass algorithm where the op has
 // one (softmax: max then sum; norms: mean then squared deviations).
 std::string OpCode(const RowProblem& p, bool two_pass) {
   const std::string eps = FloatLiteral(p.eps);
-  // Affine index: the column for layer/rms norm, the channel for group norm.
-  const std::string affine =
-      p.op == RowOp::kGroupNorm ? "(ctx.c_first + col / ctx.hw)" : "col";
-  const std::string w =
-      p.weight_input >= 0 ? absl::StrCat(" * kf_to_float(ctx.w[", affine, "])") : "";
-  const std::string b =
-      p.bias_input >= 0 ? absl::StrCat(" + kf_to_float(ctx.bias[", affine, "])") : "";
   switch (p.op) {
     case RowOp::kSoftmax:
     case RowOp::kLogSoftmax: {
@@ -457,7 +527,7 @@ template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRo
                             finish1, R"(
 }
 __device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
-                            out, " }\n");
+                            out, " }\n", kOutVecOfOut);
       }
       return absl::StrCat(R"(
 // Two-pass softmax: pass 0 the max, pass 1 the sum of exp(x - max).
@@ -487,29 +557,38 @@ template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRo
   }
 }
 __device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
-                          out, " }\n");
+                          out, " }\n", kOutVecOfOut);
     }
     case RowOp::kLayerNorm:
     case RowOp::kGroupNorm: {
-      const std::string out = absl::StrCat(
-          "__device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) {\n"
-          "  return (x - ctx.a) * ctx.b",
-          w, b, ";\n}\n");
+      const std::string out = OutCode(p);
       if (!two_pass) {
         return absl::StrCat(R"(
-// Welford statistics: count, mean and M2, merged with Chan's formula.
+// Welford statistics: count, mean and M2, merged with Chan's formula. A thread folds in one
+// vector at a time: the vector's own mean and M2 (exact enough in a few flops), then one
+// Chan step with an approximate division, instead of an IEEE division per element (that
+// made long rows compute-bound).
 struct KfStat { float n; float mean; float m2; };
 template <int P> __device__ __forceinline__ KfStat kf_identity() { return {0.f, 0.f, 0.f}; }
 template <int P, int V>
 __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
                                        const KfRowCtx& ctx) {
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < V; ++i) sum += v[i];
+  const float vmean = sum * (1.0f / V);
+  float vm2 = 0.f;
 #pragma unroll
   for (int i = 0; i < V; ++i) {
-    st.n += 1.f;
-    const float d = v[i] - st.mean;
-    st.mean += d / st.n;
-    st.m2 += d * (v[i] - st.mean);
+    const float d = v[i] - vmean;
+    vm2 = fmaf(d, d, vm2);
   }
+  const float n = st.n + (float)V;
+  const float d = vmean - st.mean;
+  const float f = __fdividef((float)V, n);
+  st.mean = fmaf(d, f, st.mean);
+  st.m2 += vm2 + d * d * st.n * f;
+  st.n = n;
 }
 template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
   const float n = a.n + b.n;
@@ -577,11 +656,8 @@ template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRo
   ctx.b = rsqrtf(s.s / n + )",
                           eps, R"();
 }
-__device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) {
-  return x * ctx.b)",
-                          w, R"(;
-}
-)");
+)",
+                          OutCode(p));
     case RowOp::kSum:
     case RowOp::kMean:
     case RowOp::kAmax:
@@ -646,7 +722,9 @@ class RowKernelGenerator : public KernelGenerator {
       params.push_back({"reg_cache", {"8", "16", "32", "64"},
                         "elements per thread the register cache holds"});
     }
-    params.push_back({"split", {"1", "2", "4", "8", "16"}, "blocks that share one row"});
+    // 32 and 64 are for a few very long rows (group norm: N * G rows of a million elements),
+    // which need hundreds of blocks to fill the GPU; clusters stop at 16.
+    params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64"}, "blocks that share one row"});
     params.push_back({"split_mode", {"scratch", "cluster"},
                       "combine a split row through scratch (two launches) or through the "
                       "distributed shared memory of a thread-block cluster"});
@@ -692,7 +770,8 @@ class RowKernelGenerator : public KernelGenerator {
     if (cluster && !gpu_.SupportsClusters()) {
       return absl::StrCat("thread-block clusters need sm_90 or newer; the GPU is ", gpu_.arch);
     }
-    if (cluster && split > 8) return "clusters of more than 8 blocks are not portable";
+    // 16 is a non-portable size (sm_90 allows it; the launcher opts in).
+    if (cluster && split > 16) return "clusters of more than 16 blocks";
     if (split > 1 && c.Get("split_mode") == "scratch" && TwoPass(c)) {
       return "a row split through scratch needs one-pass statistics";
     }
@@ -791,12 +870,26 @@ class RowKernelGenerator : public KernelGenerator {
     const bool fast = c.GetInt("fast_math") == 1;
     double per_elem_ops = 3;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 5 : 22) * (p_.op == RowOp::kSoftmax ? 2 : 1.2);
-    if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kGroupNorm) per_elem_ops += two_pass ? 6 : 10;
+    // Norm statistics: an add, a subtract and an FMA per element either way; one pass adds a
+    // Chan merge per vector.
+    if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kGroupNorm) {
+      per_elem_ops += two_pass ? 4 : 3 + 12.0 / vec;
+    }
     if (p_.op == RowOp::kArgmax) per_elem_ops += 6;
     // Scalar code pays address math and a load instruction per element; affine parameters
     // are one more load each.
     per_elem_ops += vec == 1 ? 10 : vec == 2 ? 4 : 1;
-    if (!per_row_) per_elem_ops += (p_.weight_input >= 0 ? 3 : 0) + (p_.bias_input >= 0 ? 3 : 0);
+    const int affine_inputs = (p_.weight_input >= 0 ? 1 : 0) + (p_.bias_input >= 0 ? 1 : 0);
+    if (p_.op == RowOp::kGroupNorm) {
+      // The channel and its scale once per vector when H*W is a multiple of it, else per
+      // element (a multiply-shift division and the scalar loads).
+      const int64_t cg = p_.channels > 0 ? std::max<int64_t>(1, p_.channels / p_.groups) : 1;
+      const int64_t hw = std::max<int64_t>(1, p_.cols / cg);
+      per_elem_ops += hw % vec == 0 ? (6.0 + 3 * affine_inputs) / vec : 6.0 + 3 * affine_inputs;
+    } else if (!per_row_) {
+      // Per-column weight and bias: one vector load each per vector.
+      per_elem_ops += affine_inputs * (vec == 1 ? 3 : 1 + 2.0 / vec);
+    }
 
     const int shuffle_steps = Log2(std::min(rt, 32));
     double reduce_cycles = 40.0 * shuffle_steps + (rt > 32 ? 120 + 4.0 * (rt / 32) : 0);
@@ -805,8 +898,13 @@ class RowKernelGenerator : public KernelGenerator {
     // A pass costs at least one DRAM round trip plus the chained loads of a long row.
     const double pass_cycles =
         900 + 500 * std::max(0.0, std::ceil(per_thread / std::max(1.0, flight_elems)) - 1);
+    // Passes over a cached row wait on no DRAM round trip: the second statistics pass is a
+    // few flops and a reduction, the output pass stores and L2-resident affine loads.
+    const double repass_cycles = cached ? 200 : pass_cycles;
+    const double out_cycles = per_row_ ? 0 : cached ? 400 : pass_cycles;
     const double block_latency =
-        iterations * passes * (pass_cycles + reduce_cycles) + (per_row_ ? 0 : pass_cycles);
+        iterations * (pass_cycles + (passes - 1) * repass_cycles + passes * reduce_cycles +
+                      out_cycles);
 
     std::vector<LaunchCost> launches;
     LaunchCost main;
@@ -831,10 +929,13 @@ class RowKernelGenerator : public KernelGenerator {
       main.l2_bytes = rereads * in_bytes * (1 - reread_in_dram);
     }
     launches.push_back(main);
-    const double width = AccessWidthPenalty(vec * in_size);
+    // 16-byte accesses move a row with half the load/store instructions of 8-byte ones; a
+    // small edge, but it breaks ties between configs that differ only in vec.
+    const double width = AccessWidthPenalty(vec * in_size) * (vec * in_size < 16 ? 1.04 : 1.0);
     for (LaunchCost& launch : launches) launch.dram_bytes *= width;
     double seconds = synth::EstimateSeconds(gpu_, launches);
-    if (cluster) seconds *= 1.03;  // cluster scheduling granularity
+    // Cluster scheduling granularity; 16 blocks (non-portable) must fit in one GPC.
+    if (cluster) seconds *= split > 8 ? 1.10 : 1.03;
     return seconds;
   }
 
@@ -858,6 +959,72 @@ class RowKernelGenerator : public KernelGenerator {
       if (UsesExp(p_.op)) c.Set("fast_math", "0");
       c.Set("grid", "oneshot");
       seeds.push_back(Ordered(c));
+    }
+    if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kRmsNorm || p_.op == RowOp::kGroupNorm) {
+      for (Config& c : NormSeeds(max_vec)) {
+        if (Check(c).empty()) seeds.push_back(Ordered(c));
+      }
+    }
+    return seeds;
+  }
+
+  // Norm starting points for the captured shape: a row of up to ~16k elements whole in the
+  // registers of one to a few warps (16-byte loads, one shuffle reduction, x read once); a
+  // few long rows split over a cluster with the slices in shared memory (x read once); or,
+  // when the slices do not fit on chip, split through scratch into enough blocks to fill
+  // every SM several times.
+  std::vector<Config> NormSeeds(int max_vec) const {
+    std::vector<Config> seeds;
+    const int vec = std::min(max_vec, 8);
+    const bool algo = HasAlgoChoice(p_.op);
+    auto base = [&](int rt, int rpb) {
+      Config c;
+      c.SetInt("row_threads", rt);
+      c.SetInt("rows_per_block", rpb);
+      c.SetInt("vec", vec);
+      if (algo) c.Set("algo", "welford");
+      c.Set("cache", "none");
+      c.Set("reg_cache", "8");
+      c.Set("split", "1");
+      c.Set("split_mode", "scratch");
+      c.Set("unroll", "4");
+      c.Set("grid", "oneshot");
+      return c;
+    };
+    const int64_t cols = std::max<int64_t>(1, p_.cols);
+    for (int per_thread : {32, 16}) {
+      int rt = 32;
+      while (rt < 1024 && int64_t{rt} * per_thread < cols) rt *= 2;
+      if (int64_t{rt} * per_thread < cols) break;
+      Config c = base(rt, std::max(1, 128 / rt));
+      c.Set("cache", "regs");
+      c.SetInt("reg_cache", per_thread);
+      c.Set("unroll", "1");
+      seeds.push_back(c);
+      if (algo) {
+        c.Set("algo", "two_pass");  // exact, and the second pass is from registers
+        seeds.push_back(c);
+      }
+    }
+    const double row_blocks_wanted = 4.0 * gpu_.sm_count;
+    if (p_.rows < gpu_.sm_count) {
+      for (int split : {8, 16}) {
+        for (int rt : {1024, 512}) {
+          Config c = base(rt, 1);
+          c.SetInt("split", split);
+          c.Set("split_mode", "cluster");
+          c.Set("cache", "smem");
+          if (algo) c.Set("algo", "two_pass");
+          seeds.push_back(c);
+        }
+      }
+      int split = 1;
+      while (split < 64 && p_.rows * split < row_blocks_wanted) split *= 2;
+      for (int rt : {256, 512}) {
+        Config c = base(rt, 1);
+        c.SetInt("split", split);
+        seeds.push_back(c);
+      }
     }
     return seeds;
   }

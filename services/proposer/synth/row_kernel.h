@@ -43,6 +43,7 @@ struct RowProblem {
   int row_dims = 1;
   int ndim = 1;
   int64_t groups = 1;  // group norm: num_groups
+  int64_t channels = 0;  // group norm: C of the captured shape (for the prior only)
   // The captured shape, for the prior and the checks only (never in the source).
   int64_t rows = 1;
   int64_t cols = 1;

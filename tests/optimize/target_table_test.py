@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The per-target benchmark path on a real optimize run of the tiny model (captured on the CPU):
+`kforge report` (summary, --json, --torch-rows with and without --torch-inputs),
+tools/bench/torch_compile_times.py on those rows and tools/bench/target_table.py on the run.
+
+  target_table_test.py --kforge BIN --repo SRC [--gpu]
+
+Without --gpu (label integration): torch_compile_times.py --check builds every row on the meta
+device, the captured inputs are the model's real tensors, the table shows "not timed" cells
+with their reasons, and every bad input is one clear error. With --gpu (label gpu):
+torch_compile_times.py times the rows on the GPU, every batch of reps is covered by the GPU
+spin, and the table carries the torch times.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+
+
+def expect(cond, what, detail=""):
+    if not cond:
+        FAILURES.append(f"{what}\n{detail}")
+        print(f"FAIL: {what}\n{detail}", file=sys.stderr)
+
+
+def run(cmd, cwd, code=0):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    expect(r.returncode == code, f"exit {r.returncode} (wanted {code}): {' '.join(cmd)}",
+           r.stdout[-3000:] + r.stderr[-3000:])
+    return r
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--kforge", required=True)
+    p.add_argument("--repo", required=True)
+    p.add_argument("--gpu", action="store_true")
+    args = p.parse_args()
+    py = sys.executable
+    bench = os.path.join(args.repo, "tools", "bench")
+    times_py, table_py = os.path.join(bench, "torch_compile_times.py"), os.path.join(bench, "target_table.py")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run([py, os.path.join(args.repo, "tests", "optimize", "make_tiny_model.py"),
+             "model", "cpu"], tmp)
+        out = os.path.join(tmp, "run")
+        run([args.kforge, "optimize", "model/model.pt", "--inputs", "model/inputs.pt", "--out",
+             out, "--device", "cpu", "--top", "3", "--iterations", "4", "--seed", "7"], tmp, 3)
+        with open(os.path.join(out, "report.json")) as f:
+            report = json.load(f)
+        ids = [t["target_id"] for t in report["targets"]]
+        ops = {t["target_id"]: t["op"] for t in report["targets"]}
+        expect(len(ids) == 3, "three targets searched", report)
+
+        # kforge report: the summary, report.json, and a clear error on a non-run.
+        r = run([args.kforge, "report", out], tmp)
+        expect(r.stdout.startswith("kforge optimize: "), "report prints summary.txt", r.stdout)
+        r = run([args.kforge, "report", out, "--json"], tmp)
+        expect(json.loads(r.stdout)["status"] == "no_gpu", "report --json prints report.json")
+        r = run([args.kforge, "report", os.path.join(tmp, "model")], tmp, 2)
+        expect("is not a kforge optimize run (no run.json)" in r.stderr, "non-run error", r.stderr)
+
+        # Rows on random inputs, then on the captured ones.
+        r = run([args.kforge, "report", out, "--torch-rows", "random.json"], tmp)
+        expect("wrote 3 torch rows (of 3 selected targets)" in r.stdout, "rows line", r.stdout)
+        with open(os.path.join(tmp, "random.json")) as f:
+            random_rows = json.load(f)
+        expect([row["id"] for row in random_rows] == ids, "rows in the run's target order",
+               json.dumps(random_rows)[:2000])
+        expect(all("inputs_file" not in row for row in random_rows), "no inputs_file without "
+               "--torch-inputs")
+        for row in random_rows:
+            expect(row["op"] == ops[row["id"]], f"row {row['id']} op {row['op']}")
+        ln = [row for row in random_rows if row["op"] == "aten::layer_norm"]
+        expect(len(ln) == 1 and [i["fill"] for i in ln[0]["inputs"]] == ["normal", "weight", "bias"],
+               "layer_norm fills follow its arguments", json.dumps(ln))
+        r = run([args.kforge, "report", out, "--torch-rows", "rows.json", "--torch-inputs",
+                 "inputs"], tmp)
+        with open(os.path.join(tmp, "rows.json")) as f:
+            rows = json.load(f)
+        for row in rows:
+            expect(os.path.isfile(row.get("inputs_file", "")), f"row {row['id']} inputs_file", row)
+
+        # The captured inputs are the model's real tensors: softmax's input is the model input.
+        import torch
+        x = torch.load(os.path.join(tmp, "model", "inputs.pt"))[0]
+        sm = [row for row in rows if row["op"] == "aten::softmax"][0]
+        captured = torch.load(sm["inputs_file"], weights_only=True)
+        expect(torch.equal(captured[sm["input_names"][0]], x), "softmax's captured input is x")
+
+        r = run([py, times_py, "--rows-json", "rows.json", "--check"], tmp)
+        expect(r.stdout.count("(captured inputs)") == 3, "--check runs every captured row",
+               r.stdout)
+        expect("[(256, 512)]" in r.stdout, "--check reports the output shapes", r.stdout)
+        r = run([py, times_py, "--rows-json", "random.json", "--check"], tmp)
+        expect(r.stdout.count("(random inputs)") == 3, "--check runs every random row", r.stdout)
+
+        # Bad rows: a missing inputs file, a wrong captured shape, an argument not in the schema.
+        bad = json.loads(json.dumps(rows))
+        bad[0]["inputs_file"] = os.path.join(tmp, "gone.pt")
+        with open(os.path.join(tmp, "bad1.json"), "w") as f:
+            json.dump(bad, f)
+        r = run([py, times_py, "--rows-json", "bad1.json", "--check"], tmp, 1)
+        expect("gone.pt, which does not exist" in r.stderr, "missing inputs_file error", r.stderr)
+        bad = json.loads(json.dumps(rows))
+        bad[0]["inputs"][0]["sizes"] = [7, 7]
+        with open(os.path.join(tmp, "bad2.json"), "w") as f:
+            json.dump(bad, f)
+        r = run([py, times_py, "--rows-json", "bad2.json", "--check"], tmp, 1)
+        expect("the row says [7, 7]" in r.stderr, "captured shape mismatch error", r.stderr)
+        bad = json.loads(json.dumps(random_rows))
+        bad[0]["args"].append({"name": "no_such_arg", "value": 1})
+        with open(os.path.join(tmp, "bad3.json"), "w") as f:
+            json.dump(bad, f)
+        r = run([py, times_py, "--rows-json", "bad3.json", "--check"], tmp, 1)
+        expect("no_such_arg are not in the schema" in r.stderr, "unknown argument error", r.stderr)
+
+        # The table of a run that stopped before timing: every timed cell says why it is empty.
+        r = run([py, table_py, out, "--out", "table.md"], tmp)
+        with open(os.path.join(tmp, "table.md")) as f:
+            table = f.read()
+        for tid in ids:
+            line = [ln for ln in table.splitlines() if f"`{tid[:12]}`" in ln]
+            expect(len(line) == 1, f"one table line for {tid[:12]}", table)
+            expect(line and line[0].count("not timed[^m1-") == 4, "4 not-timed cells", line)
+        expect("the run's status is 'no_gpu'" in table, "not-timed note", table)
+        expect("no --torch-times given and RUN/torch-times.json is absent" in table,
+               "torch-times note", table)
+        expect("End to end: not checked[^m1-" in table and "no RUN/check.json" in table,
+               "end-to-end note", table)
+        # A times file that lacks the targets: the cells say so.
+        with open(os.path.join(tmp, "empty-times.json"), "w") as f:
+            json.dump({"rows": {}}, f)
+        r = run([py, table_py, out, "--torch-times", "empty-times.json"], tmp)
+        expect("no torch-times row for this target" in r.stdout, "missing-row note", r.stdout)
+
+        # Missing and malformed inputs of the table tool: exit 2 naming the file.
+        r = run([py, table_py, out, "--torch-times", "nope.json"], tmp, 2)
+        expect("--torch-times nope.json does not exist" in r.stderr, "missing times", r.stderr)
+        with open(os.path.join(tmp, "not-times.json"), "w") as f:
+            json.dump([1, 2], f)
+        r = run([py, table_py, out, "--torch-times", "not-times.json"], tmp, 2)
+        expect("is not torch_compile_times.py output" in r.stderr, "malformed times", r.stderr)
+        r = run([py, table_py, os.path.join(tmp, "missing-run")], tmp, 2)
+        expect("is not a directory" in r.stderr, "missing run", r.stderr)
+        r = run([py, table_py, os.path.join(tmp, "model")], tmp, 2)
+        expect("report" in r.stderr and "report.json does not exist" in r.stderr,
+               "run without report.json", r.stderr)
+
+        if args.gpu:
+            r = run([py, times_py, "--rows-json", "rows.json", "--out",
+                     os.path.join(out, "torch-times.json"), "--modes", "default"], tmp)
+            print(r.stdout)
+            with open(os.path.join(out, "torch-times.json")) as f:
+                times = json.load(f)
+            for tid in ids:
+                rec = times["rows"].get(tid, {})
+                expect(rec.get("eager_s", 0) > 0 and rec.get("compiled_s", {}).get("default", 0) > 0,
+                       f"{tid[:12]} timed", rec)
+                expect(rec.get("uncovered_batches") == 0, f"{tid[:12]}: the spin covered every "
+                       "batch", rec)
+                expect(rec.get("inputs") == "captured", f"{tid[:12]} on captured inputs", rec)
+            r = run([py, table_py, out], tmp)
+            print(r.stdout)
+            expect(r.stdout.count("(default)") >= 3, "torch.compile cells filled", r.stdout)
+
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        sys.exit(1)
+    print("target table path: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

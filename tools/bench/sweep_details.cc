@@ -1,0 +1,84 @@
+// Shards and details TSVs of kforge-synth-sweep (see sweep_details.h).
+#include "tools/bench/sweep_details.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace kforge::bench {
+
+absl::StatusOr<Shard> ParseShard(std::string_view text) {
+  std::vector<std::string> parts = absl::StrSplit(std::string(text), '/');
+  Shard s;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &s.index) ||
+      !absl::SimpleAtoi(parts[1], &s.count) || s.count < 1 || s.index < 0 ||
+      s.index >= s.count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard '", std::string(text), "' is not I/N with 0 <= I < N (e.g. 0/2 and 1/2 for two GPUs)"));
+  }
+  return s;
+}
+
+std::string DetailsFileName(const std::string& row_id, const Shard& shard) {
+  if (shard.count == 1) return absl::StrCat(row_id, ".tsv");
+  return absl::StrCat(row_id, ".shard-", shard.index, "-of-", shard.count, ".tsv");
+}
+
+bool IsFinalQuickVerdict(std::string_view verdict) {
+  return !verdict.empty() && verdict != "SKIPPED" && verdict != "NOT_EVALUATED";
+}
+
+absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std::string& dir,
+                                                                       const std::string& row_id) {
+  std::map<std::string, DetailsLine> out;
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return out;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == row_id + ".tsv" ||
+        (absl::StartsWith(name, row_id + ".shard-") && absl::EndsWith(name, ".tsv"))) {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+      if (header) {
+        if (!absl::StartsWith(line, "config\tkernel\tcompile\tquick_verdict\tquick_us")) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path.string(), " is not a kforge-synth-sweep details TSV (its header is not "
+                             "config, kernel, compile, quick_verdict, quick_us, ...); move it "
+                             "out of the --details directory"));
+        }
+        header = false;
+        continue;
+      }
+      std::vector<std::string> f = absl::StrSplit(line, '\t');
+      if (f.size() < 11) continue;  // a line cut short by a kill
+      DetailsLine d;
+      d.config = f[0];
+      d.compile = f[2];
+      d.quick_verdict = f[3];
+      if (!IsFinalQuickVerdict(d.quick_verdict) || out.count(d.config)) continue;
+      (void)absl::SimpleAtod(f[4], &d.quick_us);
+      (void)absl::SimpleAtoi(f[5], &d.reps);
+      d.pruned = f[6] == "1";
+      (void)absl::SimpleAtod(f[7], &d.max_normalized);
+      d.message = f[10];
+      out.emplace(d.config, std::move(d));
+    }
+  }
+  return out;
+}
+
+}  // namespace kforge::bench

@@ -1,0 +1,53 @@
+// What lets kforge-synth-sweep split an exhaustive sweep across GPUs and calls: shards (every
+// n-th config of a row's sweep order, so each shard gets the same mix of heavy and light
+// configs) and the per-config results of earlier runs read back from their --details TSVs.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace kforge::bench {
+
+struct Shard {
+  int index = 0;
+  int count = 1;
+  // Whether the config at `position` of a row's sweep order belongs to this shard.
+  bool Contains(size_t position) const {
+    return position % static_cast<size_t>(count) == static_cast<size_t>(index);
+  }
+};
+
+// "i/n" with 0 <= i < n; InvalidArgument naming the flag and the expected form otherwise.
+absl::StatusOr<Shard> ParseShard(std::string_view text);
+
+// "<row>.tsv" for the whole row, "<row>.shard-<i>-of-<n>.tsv" for a shard.
+std::string DetailsFileName(const std::string& row_id, const Shard& shard);
+
+// One config's line of a details TSV (the columns WriteDetails writes).
+struct DetailsLine {
+  std::string config;  // Config::ToString()
+  std::string compile;
+  std::string quick_verdict;
+  double quick_us = 0;
+  int reps = 0;
+  bool pruned = false;
+  double max_normalized = 0;
+  std::string message;
+};
+
+// Whether a quick verdict is a result (PASS, MISMATCH, CRASH, COMPILE_ERROR, ...), not a
+// config that was left out (SKIPPED, NOT_EVALUATED, empty) and still has to be swept.
+bool IsFinalQuickVerdict(std::string_view verdict);
+
+// The finished configs of `row_id` in every details TSV of `dir` (the row's own file and all
+// its shards' files), by config string; a missing directory or row gives an empty map. A
+// config in several files keeps its first finished line. InvalidArgument naming the file
+// when a file is not a details TSV.
+absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std::string& dir,
+                                                                       const std::string& row_id);
+
+}  // namespace kforge::bench

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Markdown benchmark tables of kforge optimize runs: per target and per model (issue #6).
+
+    target_table.py RUN [RUN...] [--torch-times TIMES.json ...] [--out TABLE.md]
+
+For every RUN (the --out directory of `kforge optimize`) it reads:
+  RUN/report.json         the targets: share, kforge's eager time and the winner's time (both
+                          from the worker's interleaved timing, the winner re-timed in a fresh
+                          process), the floor, iterations and verdict counts;
+  torch times             eager and torch.compile of each target's single aten op on its exact
+                          signature (tools/bench/torch_compile_times.py on the rows of
+                          `kforge report RUN --torch-rows`), joined by target id: the files
+                          given with --torch-times, else RUN/torch-times.json when present;
+  RUN/check.json          the end-to-end check (tools/check-optimized --json-out): eager,
+                          torch.compile, TorchScript and kforge latency, outputs, fallbacks.
+What a run lacks shows as "not timed" (a run without a GPU stops before timing), "no winner"
+or "not checked", with a note saying why. A missing RUN, report.json or --torch-times file is
+an error (exit 2) naming it.
+
+The two eager columns come from different processes and methods (kforge's worker; the torch
+script); "vs torch.compile" divides the script's torch.compile time by kforge's re-confirmed
+time, so read it with both eager columns in view.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+
+def fail(message):
+    print(f"target_table.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_json(path, what, fix):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        fail(f"{what} {path} does not exist; {fix}")
+    except (OSError, json.JSONDecodeError) as e:
+        fail(f"{what} {path} is not readable JSON ({e}); {fix}")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", metavar="RUN", help="kforge optimize --out directories")
+    p.add_argument("--torch-times", action="append", default=[], metavar="TIMES.json",
+                   help="torch_compile_times.py output (repeatable; rows joined by target id). "
+                        "Default: RUN/torch-times.json of each run, when present")
+    p.add_argument("--out", help="write the markdown here (default: stdout)")
+    return p.parse_args(argv)
+
+
+def load_times(paths):
+    rows = {}
+    for path in paths:
+        data = read_json(path, "--torch-times", "write it with tools/bench/torch_compile_times.py")
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), dict):
+            fail(f"--torch-times {path} has no \"rows\" object; it is not "
+                 "torch_compile_times.py output")
+        for rid, rec in data["rows"].items():
+            rows[rid] = dict(rec, gpu=data.get("gpu", ""))
+    return rows
+
+
+def us(seconds):
+    return f"{seconds * 1e6:.1f}" if seconds and seconds > 0 else None
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b and a > 0 and b > 0 else "-"
+
+
+class Notes:
+    """Footnotes of one table: each distinct text once, numbered."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix  # footnote names are global in a markdown file
+        self.texts = []
+
+    def mark(self, text):
+        if text not in self.texts:
+            self.texts.append(text)
+        return f"[^{self.prefix}-{self.texts.index(text) + 1}]"
+
+    def render(self):
+        return "".join(f"[^{self.prefix}-{i + 1}]: {t}\n" for i, t in enumerate(self.texts))
+
+
+def cell(value, missing, notes):
+    return value if value is not None else f"{missing[0]}{notes.mark(missing[1])}"
+
+
+def torch_compile_best(rec):
+    compiled = {m: s for m, s in (rec.get("compiled_s") or {}).items() if s and s > 0}
+    if not compiled:
+        return None, None
+    mode = min(compiled, key=compiled.get)
+    return compiled[mode], mode
+
+
+def target_table(run, report, times, have_times, notes):
+    timed = report.get("status") == "complete"
+    why_untimed = (f"the run's status is {report.get('status')!r} "
+                   f"({report.get('message') or 'no message'}); kforge times targets only on "
+                   "a CUDA GPU")
+    lines = [
+        "| target | op / signature | share | eager µs (kforge) | eager µs (torch) "
+        "| torch.compile µs | kforge best µs | floor µs | vs eager | vs torch.compile "
+        "| % of floor | iterations | verdicts |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    for t in report.get("targets", []):
+        tid = t["target_id"]
+        rec = times.get(tid)
+        eager_k = us(t.get("eager_s")) if timed else None
+        best = us(t.get("best_s")) if timed else None
+        floor = us(t.get("floor_s"))
+        if not timed:
+            eager_k_cell = cell(None, ("not timed", why_untimed), notes)
+            best_cell = cell(None, ("not timed", why_untimed), notes)
+        else:
+            eager_k_cell = cell(eager_k, ("-", "kforge recorded no eager time"), notes)
+            why = t.get("error") or f"no candidate beat eager (stop: {t.get('stop_reason')})"
+            best_cell = cell(best, ("no winner", why), notes)
+        if rec is None:
+            why = ("no torch-times row for this target: run kforge report RUN --torch-rows, "
+                   "then torch_compile_times.py" if have_times else
+                   "no --torch-times given and RUN/torch-times.json is absent")
+            eager_t_cell = compile_cell = cell(None, ("not timed", why), notes)
+            compiled_s = None
+        else:
+            eager_t_cell = cell(us(rec.get("eager_s")),
+                                ("failed", rec.get("note") or "the script timed nothing"), notes)
+            compiled_s, mode = torch_compile_best(rec)
+            compile_cell = cell(f"{compiled_s * 1e6:.1f} ({mode})" if compiled_s else None,
+                                ("failed", rec.get("note") or "no torch.compile time"), notes)
+            if rec.get("inputs"):
+                compile_cell += f" {notes.mark('torch times on ' + rec['inputs'] + ' inputs')}"
+        floor_cell = cell(floor, ("-", f"no floor: captured on {report.get('capture_device')}; "
+                                       "a floor needs the GPU's measured bandwidth or peak and "
+                                       "an op whose bytes or FLOPs are known"), notes)
+        best_s = t.get("best_s") if timed else 0
+        pct_floor = (f"{100 * t['floor_s'] / best_s:.0f}%"
+                     if best_s and t.get("floor_s") else "-")
+        verdicts = ", ".join(f"{k} {v}" for k, v in sorted((t.get("verdict_counts") or {}).items()))
+        lines.append(
+            f"| `{tid[:12]}` | {t.get('op', '')} {t.get('signature', '')} "
+            f"| {100 * t.get('share', 0):.1f}% | {eager_k_cell} | {eager_t_cell} | {compile_cell} "
+            f"| {best_cell} | {floor_cell} "
+            f"| {ratio(t.get('eager_s'), best_s) if timed else '-'} "
+            f"| {ratio(compiled_s, best_s) if timed else '-'} | {pct_floor} "
+            f"| {t.get('iterations', 0)} | {verdicts or '-'} |")
+    return lines
+
+
+def end_to_end_table(run, notes):
+    path = os.path.join(run, "check.json")
+    if not os.path.isfile(path):
+        why = ("check.txt is there but check.json is not: re-run tools/check-optimized with "
+               "--json-out RUN/check.json" if os.path.isfile(os.path.join(run, "check.txt"))
+               else "no RUN/check.json: tools/check-optimized RUN/export --json-out "
+                    "RUN/check.json writes it (it needs an exported bundle)")
+        return [f"End to end: not checked{notes.mark(why)}"]
+    check = read_json(path, "check", "re-run tools/check-optimized --json-out")
+    lat = check.get("latency") or {}
+
+    def ms(key):
+        v = lat.get(key)
+        return f"{v:.3f}" if isinstance(v, (int, float)) and v > 0 else "-"
+
+    fallbacks = check.get("unexpected_fallbacks") or {}
+    lines = [
+        f"End to end on {check.get('device', '?')}, median of {check.get('runs', '?')} runs:",
+        "",
+        "| eager ms | torch.compile ms | TorchScript ms | kforge ms | vs eager "
+        "| vs torch.compile | outputs | unexpected fallbacks | check |",
+        "|--:|--:|--:|--:|--:|--:|---|---|---|",
+        f"| {ms('eager_ms')} | {ms('torch_compile_ms')} | {ms('torchscript_ms')} "
+        f"| {ms('kforge_ms')} | {ratio(lat.get('eager_ms'), lat.get('kforge_ms'))} "
+        f"| {ratio(lat.get('torch_compile_ms'), lat.get('kforge_ms'))} "
+        f"| {'match' if check.get('outputs_match') else 'DIFFER'} "
+        f"| {', '.join(f'{k} {v}' for k, v in fallbacks.items()) or 'none'} "
+        f"| {'PASS' if check.get('passed') else 'FAIL'} |",
+    ]
+    for n in check.get("notes") or []:
+        lines.append(f"\nnote: {n}")
+    return lines
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    shared_times = load_times(args.torch_times)
+    out = ["# kforge optimize: per-target and end-to-end times", ""]
+    for k, run in enumerate(args.runs):
+        if not os.path.isdir(run):
+            fail(f"RUN {run} is not a directory; pass the --out directory of kforge optimize")
+        report = read_json(os.path.join(run, "report.json"), "report",
+                           "the run has not finished its capture: run kforge optimize on it")
+        times, have_times = shared_times, bool(args.torch_times)
+        own = os.path.join(run, "torch-times.json")
+        if not args.torch_times and os.path.isfile(own):
+            times, have_times = load_times([own]), True
+        notes = Notes(f"m{k + 1}")
+        model = report.get("model") or {}
+        out += [f"## {model.get('name') or 'model'} (`{os.path.basename(os.path.normpath(run))}`)",
+                "",
+                f"Run `{run}`: status {report.get('status')}, GPU {report.get('gpu') or 'none'}, "
+                f"proposer {report.get('proposer')}, "
+                f"{report.get('iterations_per_target')} iterations per target, "
+                f"estimated forward speedup {report.get('estimated_forward_speedup', 1):.3f}x "
+                "(from the capture's time shares).", ""]
+        out += target_table(run, report, times, have_times, notes)
+        out += [""]
+        out += end_to_end_table(run, notes)
+        out += ["", notes.render()]
+    text = "\n".join(out).rstrip() + "\n"
+    if args.out:
+        try:
+            with open(args.out, "w") as f:
+                f.write(text)
+        except OSError as e:
+            fail(f"--out {args.out}: cannot write it ({e})")
+        print(f"wrote {args.out} ({len(args.runs)} models)")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
