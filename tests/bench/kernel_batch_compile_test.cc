@@ -93,8 +93,7 @@ TEST(KernelBatchCompile, BatchedKernelsAreTheSingleCompilesKernels) {
     // The rewritten plan launches entries the batch's cubin holds.
     const nlohmann::json plan = nlohmann::json::parse(batch->plans[m]);
     for (const auto& launch : plan["launches"]) {
-      EXPECT_TRUE(together_resources.count(launch["entry"].get<std::string>()))
-          << launch["entry"];
+      EXPECT_TRUE(together_resources.count(launch["entry"].get<std::string>())) << launch["entry"];
     }
   }
 }

@@ -34,7 +34,8 @@ constexpr char kPlan[] = R"({"let": [], "launches": [{"entry": "kf_rows", "grid"
   "block": [128, 1, 1], "shared_bytes": "0"}]})";
 
 TEST(ExternEntryNames, FindsExternCGlobalsWithAndWithoutLaunchBounds) {
-  EXPECT_THAT(ExternEntryNames(kSource), ElementsAre("kf_rows", "kf_rows_partial", "kf_rows_finish"));
+  EXPECT_THAT(ExternEntryNames(kSource),
+              ElementsAre("kf_rows", "kf_rows_partial", "kf_rows_finish"));
   EXPECT_TRUE(ExternEntryNames("__global__ void k() {}").empty());
 }
 
@@ -56,6 +57,7 @@ TEST(BatchKernels, RenamesEntriesPerMemberAndRewritesPlans) {
   EXPECT_EQ(plan["launches"][1]["entry"], "kf_rows_finish__kfb1");
   EXPECT_EQ(plan["launches"][0]["block"][0], 128);  // the rest of the plan is kept
   EXPECT_EQ(batch->entries[0].at("kf_rows_partial"), "kf_rows_partial__kfb0");
+  EXPECT_THAT(batch->launched[1], ElementsAre("kf_rows__kfb1", "kf_rows_finish__kfb1"));
 }
 
 TEST(BatchKernels, HoistsIncludesOnceAndUndefinesEachMembersMacros) {

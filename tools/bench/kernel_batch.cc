@@ -129,8 +129,7 @@ absl::StatusOr<KernelBatch> BatchKernels(const std::vector<BatchMember>& members
       if (d == "endif") --depth;
       if (d == "define") {
         std::string_view name = IdentAt(line, SkipSpace(line, after));
-        if (!name.empty() &&
-            std::find(macros.begin(), macros.end(), name) == macros.end()) {
+        if (!name.empty() && std::find(macros.begin(), macros.end(), name) == macros.end()) {
           macros.emplace_back(name);
         }
       }
@@ -147,6 +146,7 @@ absl::StatusOr<KernelBatch> BatchKernels(const std::vector<BatchMember>& members
       return absl::InvalidArgumentError(
           absl::StrCat("batch member ", m, "'s launch plan does not parse or has no launches"));
     }
+    std::vector<std::string> launched;
     for (auto& launch : plan["launches"]) {
       const std::string entry = launch.value("entry", "");
       auto it = renames.find(entry);
@@ -156,9 +156,11 @@ absl::StatusOr<KernelBatch> BatchKernels(const std::vector<BatchMember>& members
             "', which its source does not define as an extern \"C\" __global__ function"));
       }
       launch["entry"] = it->second;
+      launched.push_back(it->second);
     }
     batch.plans.push_back(plan.dump(2));
     batch.entries.push_back(std::move(renames));
+    batch.launched.push_back(std::move(launched));
   }
   for (const std::string& include : includes) absl::StrAppend(&batch.source, include, "\n");
   batch.source += body;

@@ -31,6 +31,9 @@ struct KernelBatch {
   // per member: original entry name -> its name in the batch (every extern "C" __global__
   // function of the member, launched by the plan or not)
   std::vector<std::map<std::string, std::string>> entries;
+  // per member: the renamed entries its plan launches (those the batch's cubin must hold; an
+  // entry under a false #if is renamed but not compiled)
+  std::vector<std::vector<std::string>> launched;
 };
 
 // The extern "C" __global__ function names `source` defines, in order.

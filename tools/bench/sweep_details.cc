@@ -2,6 +2,7 @@
 #include "tools/bench/sweep_details.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -13,14 +14,22 @@
 
 namespace kforge::bench {
 
+bool Shard::Contains(size_t position) const {
+  uint64_t z = static_cast<uint64_t>(position) + 0x9E3779B97F4A7C15ULL;  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return z % static_cast<uint64_t>(count) == static_cast<uint64_t>(index);
+}
+
 absl::StatusOr<Shard> ParseShard(std::string_view text) {
   std::vector<std::string> parts = absl::StrSplit(std::string(text), '/');
   Shard s;
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &s.index) ||
-      !absl::SimpleAtoi(parts[1], &s.count) || s.count < 1 || s.index < 0 ||
-      s.index >= s.count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--shard '", std::string(text), "' is not I/N with 0 <= I < N (e.g. 0/2 and 1/2 for two GPUs)"));
+      !absl::SimpleAtoi(parts[1], &s.count) || s.count < 1 || s.index < 0 || s.index >= s.count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard '", std::string(text),
+                     "' is not I/N with 0 <= I < N (e.g. 0/2 and 1/2 for two GPUs)"));
   }
   return s;
 }
@@ -55,10 +64,11 @@ absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std
     while (std::getline(in, line)) {
       if (header) {
         if (!absl::StartsWith(line, "config\tkernel\tcompile\tquick_verdict\tquick_us")) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path.string(), " is not a kforge-synth-sweep details TSV (its header is not "
-                             "config, kernel, compile, quick_verdict, quick_us, ...); move it "
-                             "out of the --details directory"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(path.string(),
+                           " is not a kforge-synth-sweep details TSV (its header is not "
+                           "config, kernel, compile, quick_verdict, quick_us, ...); move it "
+                           "out of the --details directory"));
         }
         header = false;
         continue;

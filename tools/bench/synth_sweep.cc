@@ -1,18 +1,23 @@
 // kforge-synth-sweep: the synthesizer's ceiling on the anchor shapes of ../shared/GPU.md. For
 // every anchor row it enumerates the whole space of valid canonical configs of the family that
 // covers the op (ParamSpace product, Canonicalize, Check), compiles them (NVRTC through the
-// worker's Compiler and compile cache, in parallel threads), times every one in a quick pass
-// (kforge-synth-sweep-quick: one input set checked against the float64 reference, a few
-// L2-flushed launches), puts the best few through the worker's full validation and timing
-// (default policy, interleaved eager baseline, median + CI) and prints one markdown table beside
-// eager, torch.compile (tools/bench/torch_compile_times.py's JSON) and the floor.
+// worker's Compiler, 8 configs per program: kernel_batch.h, in parallel threads), times every
+// one in a quick pass (kforge-synth-sweep-quick: one input set checked against the float64
+// reference, a few L2-flushed launches; chunk by chunk while the row still compiles), puts the
+// best few through the worker's full validation and timing (default policy, interleaved eager
+// baseline, median + CI) and prints one markdown table beside eager, torch.compile
+// (tools/bench/torch_compile_times.py's JSON) and the floor.
 //
-// Without limits it sweeps every valid config — 1.1k to 35k per anchor row, hours of NVRTC.
-// --max-configs and --time-budget-s bound it (tools/gpu-steps/synth_sweep.sh does, for the GPU
-// round); the bounded sweep takes the prior's best configs interleaved with seeded random ones,
-// and the table says how many of the valid configs were swept. A benchmark, not a test.
+// Without limits it sweeps every valid config — ~186k over the 11 rows, ~0.1-0.3 CPU-s of
+// NVRTC each. --max-configs and --time-budget-s bound it (the prior's best configs interleaved
+// with seeded random ones). An exhaustive sweep is split instead: --shard I/N per GPU (a hashed
+// 1/N of every row), --quick-only, results appended to --details after every chunk, --resume
+// in a later call to carry what is done, and --finish to validate the best of all shards and
+// print the table; its "configs swept" of "valid" is the coverage. tools/gpu-steps/
+// synth_sweep.sh runs both ways. A benchmark, not a test.
 //
 //   kforge-synth-sweep [--rows ID,...] [--max-configs N] [--time-budget-s S] [--top K]
+//                      [--shard I/N] [--resume] [--quick-only] [--finish] [--batch B]
 //                      [--compile-only] [--torch-times JSON] [--out FILE] [--details DIR]
 //                      [--emit-rows JSON]   (--help lists the rest)
 #include <unistd.h>
@@ -94,9 +99,10 @@ struct Kernel {  // one distinct generated kernel (several configs may share one
   v1::Candidate candidate;
   v1::CompileResult compiled;   // for a batched kernel: status, log and its entries' resources
   std::vector<size_t> configs;  // indexes into Row::configs
-  bool carried = false;  // quick result read from an earlier run's --details (carried_line)
+  bool carried = false;         // quick result read from an earlier run's --details (carried_line)
   bench::DetailsLine carried_line;
-  size_t batch = SIZE_MAX;      // index into Row::batches when compiled in a batch
+  size_t batch = SIZE_MAX;      // index into Row::batches (SIZE_MAX: carried or not swept)
+  bool in_batch_cubin = false;  // compiled as part of its batch's program (else on its own)
   std::string batch_plan_json;  // its launch plan with the batch's entry names
 };
 
@@ -129,11 +135,13 @@ struct Row {
   std::vector<size_t> kernel_of;  // config -> kernel
   std::vector<Kernel> kernels;
   std::vector<Batch> batches;
-  size_t carried_configs = 0;  // configs whose quick result came from --details (--resume)
-  std::string error;  // why the row could not be swept
+  size_t carried_configs = 0;           // configs whose quick result came from --details (--resume)
+  std::atomic<int> batch_fallbacks{0};  // batches compiled member by member
+  std::string error;                    // why the row could not be swept
   double enumerate_s = 0, generate_s = 0, compile_s = 0, quick_s = 0, full_s = 0;
   // Compile bookkeeping (CompilePool's mutex guards it).
   size_t compiles_left = 0;
+  std::vector<bool> batch_done;  // per batch: compiled (or skipped)
   size_t configs_compiled = 0;
   bool compile_started = false;
   Clock::time_point compile_start;
@@ -282,9 +290,8 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
   for (size_t k = 0; k < row.kernels.size(); ++k) {
     Kernel& kernel = row.kernels[k];
     if (kernel.carried) {
-      kernel.compiled.set_status(kernel.carried_line.compile == "COMPILE_OK"
-                                     ? v1::COMPILE_OK
-                                     : v1::COMPILE_FAILED);
+      kernel.compiled.set_status(kernel.carried_line.compile == "COMPILE_OK" ? v1::COMPILE_OK
+                                                                             : v1::COMPILE_FAILED);
       continue;
     }
     if (options.finish_only) {
@@ -322,16 +329,23 @@ class CompilePool {
   void Add(Row* row) {
     std::lock_guard<std::mutex> lock(mu_);
     row->compiles_left = row->batches.size();
+    row->batch_done.assign(row->batches.size(), false);
     for (size_t b = 0; b < row->batches.size(); ++b) queue_.push_back({row, b});
     work_ready_.notify_all();
   }
 
-  // Blocks until every kernel of `row` is compiled; prints progress to stderr meanwhile.
-  void Wait(Row& row) {
+  // Blocks until batches [0, upto) of `row` are compiled; prints progress meanwhile.
+  void Wait(Row& row, size_t upto) {
     std::unique_lock<std::mutex> lock(mu_);
-    while (row.compiles_left > 0) {
+    auto ready = [&] {
+      for (size_t b = 0; b < upto && b < row.batch_done.size(); ++b) {
+        if (!row.batch_done[b]) return false;
+      }
+      return true;
+    };
+    while (!ready()) {
       if (row_done_.wait_for(lock, std::chrono::seconds(3)) == std::cv_status::timeout &&
-          row.compiles_left > 0 && row.compile_started) {
+          !ready() && row.compile_started) {
         const double s = std::max(Seconds(row.compile_start), 1e-9);
         std::fprintf(stderr, "  %s: compiled %zu/%zu configs (%.1f configs/s)\n",
                      row.anchor.id.c_str(), row.configs_compiled, row.configs.size(),
@@ -353,8 +367,8 @@ class CompilePool {
     if (batch.kernels.size() > 1) {
       std::vector<bench::BatchMember> members;
       for (size_t k : batch.kernels) {
-        members.push_back({row.kernels[k].candidate.source(),
-                           row.kernels[k].candidate.launch_plan_json()});
+        members.push_back(
+            {row.kernels[k].candidate.source(), row.kernels[k].candidate.launch_plan_json()});
       }
       absl::StatusOr<bench::KernelBatch> merged = bench::BatchKernels(members);
       if (merged.ok()) {
@@ -365,7 +379,7 @@ class CompilePool {
         std::map<std::string, const v1::KernelResources*> by_entry;
         for (const v1::KernelResources& r : result.kernels()) by_entry[r.entry_point()] = &r;
         for (size_t m = 0; m < members.size() && complete; ++m) {
-          for (const auto& [original, renamed] : merged->entries[m]) {
+          for (const std::string& renamed : merged->launched[m]) {
             complete = complete && by_entry.count(renamed) > 0;
           }
         }
@@ -376,22 +390,32 @@ class CompilePool {
             k.compiled.set_arch(result.arch());
             k.compiled.set_compiler_version(result.compiler_version());
             for (const auto& [original, renamed] : merged->entries[m]) {
+              if (!by_entry.count(renamed)) continue;  // not compiled: under a false #if
               v1::KernelResources* r = k.compiled.add_kernels();
               *r = *by_entry[renamed];
               r->set_entry_point(original);
             }
             k.batch_plan_json = std::move(merged->plans[m]);
+            k.in_batch_cubin = true;
           }
           batch.cubin = std::move(*result.mutable_cubin());
           return;
         }
+      }
+      // One member's error fails the whole program (or the batch could not be formed):
+      // noted, then every member alone.
+      if (row.batch_fallbacks++ == 0) {
+        std::fprintf(stderr, "  %s: batch %zu compiled member by member (%s)\n",
+                     row.anchor.id.c_str(), b,
+                     merged.ok() ? "the batched program failed"
+                                 : std::string(merged.status().message()).c_str());
       }
     }
     for (size_t k : batch.kernels) {
       Kernel& kernel = row.kernels[k];
       kernel.compiled = compiler_->Compile(kernel.candidate, options_);
       kernel.compiled.clear_ptx();  // the quick pass loads the cubin; PTX is only memory here
-      kernel.batch = SIZE_MAX;
+      kernel.in_batch_cubin = false;
     }
   }
 
@@ -418,7 +442,10 @@ class CompilePool {
         }
       }
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t k : batch.kernels) item.row->configs_compiled += item.row->kernels[k].configs.size();
+      for (size_t k : batch.kernels)
+        item.row->configs_compiled += item.row->kernels[k].configs.size();
+      item.row->batch_done[item.batch] = true;
+      row_done_.notify_all();
       if (--item.row->compiles_left == 0) {
         item.row->compile_s = Seconds(item.row->compile_start);
         row_done_.notify_all();
@@ -471,28 +498,44 @@ std::vector<json> ReadQuickResults(const std::filesystem::path& path) {
 // Runs the quick pass over every compiled kernel of `row` in kforge-synth-sweep-quick
 // children. Each appends one result line per kernel to a file, so a kernel that takes its
 // child's CUDA context down is recorded as CRASH and a fresh child carries on after it.
-absl::Status QuickPass(Row& row, const std::string& inputs, const std::filesystem::path& dir,
-                       const QuickOptions& options) {
-  std::filesystem::create_directories(dir);
-  KF_RETURN_IF_ERROR(WriteFile(dir / "target.pb", row.anchor.target.SerializeAsString()));
-  KF_RETURN_IF_ERROR(WriteFile(dir / "inputs.pt", inputs));
-  json jobs = json::array();
-  std::vector<size_t> job_kernel;
+// The quick results known before the GPU runs: carried ones (--resume) and kernels that are
+// not swept this run (--finish).
+void InitQuick(Row& row) {
   row.quick.assign(row.kernels.size(), QuickResult{});
-  std::vector<bool> batch_written(row.batches.size(), false);
   for (size_t k = 0; k < row.kernels.size(); ++k) {
     const Kernel& kernel = row.kernels[k];
-    const v1::CompileResult& c = kernel.compiled;
+    QuickResult& q = row.quick[k];
     if (kernel.carried) {
-      QuickResult& q = row.quick[k];
       q.verdict = kernel.carried_line.quick_verdict;
       q.message = kernel.carried_line.message;
       q.median_s = kernel.carried_line.quick_us * 1e-6;
       q.reps = kernel.carried_line.reps;
       q.pruned = kernel.carried_line.pruned;
       q.max_normalized = kernel.carried_line.max_normalized;
-      continue;
+    } else if (kernel.batch == SIZE_MAX) {
+      q.verdict = "SKIPPED";
+      q.message = kernel.compiled.log();
     }
+  }
+}
+
+// Runs the quick pass over `kernels` of `row` (compiled ones; the others get their compile
+// verdict) in kforge-synth-sweep-quick children.
+absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::string& inputs,
+                       const std::filesystem::path& dir, const QuickOptions& options) {
+  std::error_code cleared;
+  std::filesystem::remove_all(dir, cleared);  // the previous chunk's cubins and results
+  std::filesystem::create_directories(dir);
+  KF_RETURN_IF_ERROR(WriteFile(dir / "target.pb", row.anchor.target.SerializeAsString()));
+  KF_RETURN_IF_ERROR(WriteFile(dir / "inputs.pt", inputs));
+  json jobs = json::array();
+  std::vector<size_t> job_kernel;
+  std::vector<bool> batch_written(row.batches.size(), false);
+  size_t configs = 0;
+  for (size_t k : kernels) {
+    const Kernel& kernel = row.kernels[k];
+    const v1::CompileResult& c = kernel.compiled;
+    configs += kernel.configs.size();
     if (c.status() == v1::COMPILE_STATUS_UNSPECIFIED) {
       row.quick[k].verdict = "SKIPPED";
       row.quick[k].message = c.log();
@@ -503,7 +546,7 @@ absl::Status QuickPass(Row& row, const std::string& inputs, const std::filesyste
       row.quick[k].message = c.log().substr(0, 300);
       continue;
     }
-    if (kernel.batch != SIZE_MAX) {  // one cubin for the batch, its entries renamed
+    if (kernel.in_batch_cubin) {  // one cubin for the batch, its entries renamed
       const std::string file = absl::StrCat("b", kernel.batch, ".cubin");
       if (!batch_written[kernel.batch]) {
         KF_RETURN_IF_ERROR(WriteFile(dir / file, row.batches[kernel.batch].cubin));
@@ -518,10 +561,18 @@ absl::Status QuickPass(Row& row, const std::string& inputs, const std::filesyste
     job_kernel.push_back(k);
   }
   json manifest = {{"jobs", jobs}, {"reps", options.reps}, {"prune_factor", options.prune_factor}};
+  // The best time of the row's earlier chunks, so pruning does not start over in each child.
+  double best_s = 0;
+  for (const QuickResult& q : row.quick) {
+    if (q.verdict == "PASS" && !q.pruned && q.median_s > 0 &&
+        (best_s == 0 || q.median_s < best_s)) {
+      best_s = q.median_s;
+    }
+  }
+  if (best_s > 0) manifest["best_s"] = best_s;
   KF_RETURN_IF_ERROR(WriteFile(dir / "manifest.json", manifest.dump()));
 
   const size_t n = job_kernel.size();
-  const size_t configs = row.configs.size();
   auto configs_before = [&](size_t job) {  // configs covered by jobs [0, job)
     size_t c = 0;
     for (size_t j = 0; j < job && j < n; ++j) c += row.kernels[job_kernel[j]].configs.size();
@@ -853,7 +904,8 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
   return out;
 }
 
-// Every swept config of a row with its quick and full results, tab-separated.
+// Every config of a row that has a quick result (or a reason it has none) with its quick and
+// full results, tab-separated.
 absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
                           const bench::Shard& shard) {
   std::filesystem::create_directories(dir);
@@ -865,6 +917,8 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
   for (size_t c = 0; c < row.configs.size(); ++c) {
     const size_t k = row.kernel_of[c];
     const QuickResult q = k < row.quick.size() ? row.quick[k] : QuickResult{};
+    // Not through the quick pass yet: its batch may still be compiling (do not read it).
+    if (q.verdict.empty()) continue;
     const FullResult* f = full.count(k) ? full[k] : nullptr;
     std::string message =
         f && f->result.verdict() != v1::PASS ? f->result.diagnostics().message() : q.message;
@@ -877,7 +931,16 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
         q.reps, q.pruned ? 1 : 0, q.max_normalized, f ? v1::Verdict_Name(f->result.verdict()) : "",
         f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300));
   }
-  return WriteFile(dir / bench::DetailsFileName(row.anchor.id, shard), text);
+  // Whole or not at all: --resume trusts these files, and a kill may come mid-write.
+  const std::filesystem::path path = dir / bench::DetailsFileName(row.anchor.id, shard);
+  const std::filesystem::path partial = path.string() + ".partial";
+  KF_RETURN_IF_ERROR(WriteFile(partial, text));
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec)
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", partial.string(), ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 std::string ExeDir() {
@@ -890,7 +953,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
   std::string shard_text, resume_dir;
-  int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8;
+  int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8, quick_chunk = 2048;
   bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
        resume = false;
   double prune = 2.0, budget_s = 0, reserve_s = -1;
@@ -900,16 +963,23 @@ int Main(int argc, char** argv) {
                  "random ones); 0: all")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--time-budget-s", budget_s,
-                 "stop compiling a row once its share of this many seconds is spent (rows "
-                 "share it evenly, earlier rows' savings pass on); 0: no limit")
+                 "with --max-configs: stop compiling a row once its share of this many seconds "
+                 "is spent (rows share it evenly, earlier rows' savings pass on); exhaustive "
+                 "(no --max-configs): stop compiling at this many seconds less "
+                 "--gpu-reserve-s, leaving the rest to a --resume call; 0: no limit")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--batch", batch,
                  "configs compiled as one NVRTC program (kernel_batch.h: headers and process "
                  "start paid once; 1: one program per config)")
       ->check(CLI::Range(1, 16));
+  app.add_option("--quick-chunk", quick_chunk,
+                 "configs per quick-pass child: the GPU starts on a row's first chunk while the "
+                 "rest compiles")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--shard", shard_text,
-                 "I/N: sweep only every N-th config of each row's order starting at the I-th "
-                 "(one shard per GPU: run N processes, each with CUDA_VISIBLE_DEVICES set); "
+                 "I/N: sweep only shard I of N of each row's configs (a hashed split, so every "
+                 "shard gets the same mix; one shard per GPU: run N processes, each with "
+                 "CUDA_VISIBLE_DEVICES set); "
                  "writes DIR/<row>.shard-I-of-N.tsv under --details");
   app.add_flag("--resume", resume,
                "carry the configs already finished in the --details directory (any shard's "
@@ -922,7 +992,7 @@ int Main(int argc, char** argv) {
                "validation and print the table of what was covered (implies --resume)");
   app.add_option("--gpu-reserve-s", reserve_s,
                  "with --time-budget-s: seconds before its end at which compiling stops, kept "
-                 "for the quick passes still queued (default: 30 capped, 120 exhaustive, at "
+                 "for the quick passes still queued (default: 30 capped, 45 exhaustive, at "
                  "most a quarter of the budget)");
   app.add_flag("--compile-only", compile_only,
                "stop before the GPU: enumerate, compile and print the counts");
@@ -939,7 +1009,9 @@ int Main(int argc, char** argv) {
   app.add_option("--torch-times", torch_path, "JSON written by torch_compile_times.py");
   app.add_option("--out", out_path,
                  "also write the markdown table to this file (rewritten after every row)");
-  app.add_option("--details", details_dir, "write every config's results as DIR/<row>.tsv");
+  app.add_option("--details", details_dir,
+                 "write every config's results as DIR/<row>.tsv (DIR/<row>.shard-I-of-N.tsv "
+                 "with --shard), after every quick-pass chunk");
   app.add_option("--emit-rows", emit_rows,
                  "write the anchor rows (ops, args, shapes) as JSON for torch_compile_times.py "
                  "and exit");
@@ -991,6 +1063,9 @@ int Main(int argc, char** argv) {
 
   const std::string tag = absl::StrCat(::getpid());
   const bool temp_cache = cache_dir.empty();
+  // An exhaustive sweep compiles every config once: a temp cache would only write ~20 GB of
+  // cubins and PTX to disk. A given --cache is used.
+  const bool use_cache = !temp_cache || max_configs > 0;
   if (temp_cache) cache_dir = absl::StrCat("/tmp/kforge-synth-sweep-cache-", tag);
   const bool temp_work = work_dir.empty();
   if (temp_work) work_dir = absl::StrCat("/tmp/kforge-synth-sweep-work-", tag);
@@ -1012,7 +1087,7 @@ int Main(int argc, char** argv) {
   CompilerOptions compiler_options;
   compiler_options.time_limit = absl::Seconds(120);
   absl::StatusOr<std::unique_ptr<Compiler>> compiler =
-      Compiler::Create(compiler_options, store->get());
+      Compiler::Create(compiler_options, use_cache ? store->get() : nullptr);
   if (!compiler.ok()) {
     std::fprintf(stderr, "cannot compile: %s\n", std::string(compiler.status().message()).c_str());
     return 3;
@@ -1065,8 +1140,8 @@ int Main(int argc, char** argv) {
                : (resume ? "Resumed (--resume): configs finished by earlier calls are counted "
                            "with their earlier quick results; "
                          : ""),
-        shard.count > 1 ? absl::StrCat("this run swept shard ", shard_text,
-                                       " (every ", shard.count, "-th config of each row). ")
+        shard.count > 1 ? absl::StrCat("this run swept shard ", shard_text, " (a hashed 1/",
+                                       shard.count, " of each row's configs). ")
                         : "",
         "\"configs swept\" of \"valid\" is the coverage: equal means exhaustive.");
   }
@@ -1090,7 +1165,7 @@ int Main(int argc, char** argv) {
     // row compiles until one deadline, the budget less --gpu-reserve-s for the quick passes
     // still to run; what is left is swept by the next call (--resume).
     const double reserve =
-        reserve_s >= 0 ? reserve_s : std::min(max_configs > 0 ? 30.0 : 120.0, budget_s / 4);
+        reserve_s >= 0 ? reserve_s : std::min(max_configs > 0 ? 30.0 : 45.0, budget_s / 4);
     PrepareOptions prepare;
     prepare.max_configs = max_configs;
     prepare.seed = static_cast<uint64_t>(seed);
@@ -1141,44 +1216,38 @@ int Main(int argc, char** argv) {
         r->done = true;
         continue;
       }
-      pool.Wait(*r);
-      r->compiled_ok = CountCompiled(*r, true);
-      for (const Kernel& k : r->kernels) {
-        if (k.compiled.status() != v1::COMPILE_OK &&
-            k.compiled.status() != v1::COMPILE_STATUS_UNSPECIFIED) {
-          std::fprintf(stderr, "  %s: first compile failure (%s): %s\n", r->anchor.id.c_str(),
-                       v1::CompileStatus_Name(k.compiled.status()).c_str(),
-                       k.compiled.log().substr(0, 600).c_str());
-          break;
+      auto compile_report = [&] {
+        r->compiled_ok = CountCompiled(*r, true);
+        for (const Kernel& k : r->kernels) {
+          if (k.compiled.status() != v1::COMPILE_OK &&
+              k.compiled.status() != v1::COMPILE_STATUS_UNSPECIFIED && !k.carried) {
+            std::fprintf(stderr, "  %s: first compile failure (%s): %s\n", r->anchor.id.c_str(),
+                         v1::CompileStatus_Name(k.compiled.status()).c_str(),
+                         k.compiled.log().substr(0, 600).c_str());
+            break;
+          }
         }
-      }
-      std::fprintf(stderr, "  %s: %lld of %zu configs compiled in %.1f s (%.1f configs/s)\n",
-                   r->anchor.id.c_str(), static_cast<long long>(r->compiled_ok), r->configs.size(),
-                   r->compile_s, r->compiled_ok / std::max(r->compile_s, 1e-9));
+        std::fprintf(
+            stderr,
+            "  %s: %lld of %zu configs compiled (%zu carried; %d batches member by member) in "
+            "%.1f s (%.1f configs/s)\n",
+            r->anchor.id.c_str(), static_cast<long long>(r->compiled_ok), r->configs.size(),
+            r->carried_configs, r->batch_fallbacks.load(), r->compile_s,
+            (r->compiled_ok - static_cast<int64_t>(r->carried_configs)) /
+                std::max(r->compile_s, 1e-9));
+      };
       if (compile_only) {
+        pool.Wait(*r, r->batches.size());
+        compile_report();
         r->done = true;
         continue;
       }
       absl::StatusOr<std::string> inputs =
           bench::MakeInputs(r->anchor, static_cast<uint64_t>(seed));
       if (!inputs.ok()) {
+        pool.Wait(*r, r->batches.size());
         r->error = absl::StrCat("inputs: ", inputs.status().message());
         r->done = true;
-        continue;
-      }
-      Clock::time_point t = Clock::now();
-      const std::filesystem::path row_dir = std::filesystem::path(work_dir) / r->anchor.id;
-      absl::Status q = QuickPass(*r, *inputs, row_dir, quick);
-      r->quick_s = Seconds(t);
-      std::error_code ec;
-      std::filesystem::remove_all(row_dir, ec);
-      for (Batch& b : r->batches) std::string().swap(b.cubin);
-      for (Kernel& k : r->kernels) k.compiled.clear_cubin();
-      if (!q.ok()) {
-        r->error = absl::StrCat("quick pass: ", q.message());
-        std::fprintf(stderr, "  %s: %s\n", r->anchor.id.c_str(), r->error.c_str());
-        r->done = true;
-        publish(false);
         continue;
       }
       // The quick results first, so a run cut short during full validation keeps them.
@@ -1187,9 +1256,44 @@ int Main(int argc, char** argv) {
         absl::Status s = WriteDetails(*r, details_dir, shard);
         if (!s.ok()) std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       };
-      write_details();
+      // The quick pass in chunks of --quick-chunk configs as their batches compile: the GPU
+      // works while the row still compiles, and a run stopped at its deadline loses at most
+      // one chunk. Each chunk's results go to --details at once.
+      InitQuick(*r);
+      const std::filesystem::path row_dir = std::filesystem::path(work_dir) / r->anchor.id;
+      const size_t per_chunk =
+          std::max<size_t>(1, static_cast<size_t>(quick_chunk) / static_cast<size_t>(batch));
+      absl::Status q = absl::OkStatus();
+      for (size_t from = 0; from < r->batches.size() && q.ok(); from += per_chunk) {
+        const size_t upto = std::min(from + per_chunk, r->batches.size());
+        pool.Wait(*r, upto);
+        std::vector<size_t> chunk;
+        for (size_t b = from; b < upto; ++b) {
+          for (size_t k : r->batches[b].kernels) chunk.push_back(k);
+        }
+        Clock::time_point t = Clock::now();
+        q = QuickPass(*r, chunk, *inputs, row_dir, quick);
+        r->quick_s += Seconds(t);
+        for (size_t b = from; b < upto; ++b) {
+          std::string().swap(r->batches[b].cubin);
+          for (size_t k : r->batches[b].kernels) r->kernels[k].compiled.clear_cubin();
+        }
+        if (q.ok()) write_details();
+      }
+      pool.Wait(*r, r->batches.size());
+      compile_report();
+      std::error_code ec;
+      std::filesystem::remove_all(row_dir, ec);
+      if (!q.ok()) {
+        r->error = absl::StrCat("quick pass: ", q.message());
+        std::fprintf(stderr, "  %s: %s\n", r->anchor.id.c_str(), r->error.c_str());
+        r->done = true;
+        publish(false);
+        continue;
+      }
+      if (r->batches.empty()) write_details();
       if (!quick_only) {
-        t = Clock::now();
+        Clock::time_point t = Clock::now();
         // Past the budget: one full validation instead of `top`.
         const bool late = !finish && budget_s > 0 && Seconds(start) > budget_s;
         FullValidation(*r, *pipeline, *inputs, gpu.arch(), late ? 1 : top, shape_generic);

@@ -26,3 +26,8 @@ add_library(kforge_bench_sweep STATIC
 target_link_libraries(kforge_bench_sweep PUBLIC
   absl::status absl::statusor absl::strings nlohmann_json::nlohmann_json)
 target_link_libraries(kforge-synth-sweep PRIVATE kforge_bench_sweep)
+
+# The quick pass's accuracy check (LibTorch; tests/bench/quick_accuracy_test.cc).
+add_library(kforge_bench_quick_accuracy STATIC ${CMAKE_SOURCE_DIR}/tools/bench/quick_accuracy.cc)
+target_link_libraries(kforge_bench_quick_accuracy PUBLIC kforge_reference)
+target_link_libraries(kforge-synth-sweep-quick PRIVATE kforge_bench_quick_accuracy)

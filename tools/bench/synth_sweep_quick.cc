@@ -7,10 +7,12 @@
 //
 //   kforge-synth-sweep-quick DIR START RESULTS
 // DIR holds target.pb (v1::Target), inputs.pt (torch.save of one call's inputs),
-// manifest.json ({"jobs": [{"cubin": FILE, "plan": JSON}], "reps": N, "prune_factor": F}) and
-// the cubins. Jobs START.. are run; each appends "KFQ {json}" to RESULTS (the eager baseline
-// as job -1 first). Exit 0: all done; 2: could not start; 3: the CUDA context was lost after
-// the last reported job.
+// manifest.json ({"jobs": [{"cubin": FILE, "plan": JSON}], "reps": N, "prune_factor": F,
+// optional "best_s": the row's best time so far, for pruning}) and the cubins (a batch's cubin
+// holds several kernels; each job's plan names its entries). Jobs START.. are run; each
+// appends "KFQ {json}" to RESULTS (the eager baseline as job -1 first). Exit 0: all done;
+// 2: could not start; 3: the CUDA context was lost after the last reported job. The accuracy
+// check is QuickAccuracy (quick_accuracy.h): the worker's rule, cheap when a kernel passes.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
@@ -40,6 +42,7 @@
 #include "services/worker/evaluator_stats.h"
 #include "services/worker/reference.h"
 #include "services/worker/reference_compare.h"
+#include "tools/bench/quick_accuracy.h"
 
 namespace kforge {
 namespace {
@@ -140,6 +143,7 @@ class QuickRunner {
   std::vector<at::Tensor> pristine_, inputs_;
   std::vector<at::Tensor> truth_, eager_;
   std::vector<ErrorStats> eager_error_;
+  std::vector<bench::QuickAccuracy> accuracy_;  // per output
   std::vector<GuardedOutput> outputs_;
   at::Tensor scratch_, flush_;
   uint32_t flush_value_ = 0;
@@ -159,6 +163,10 @@ absl::Status QuickRunner::Start(const std::string& dir) {
   }
   reps_ = std::max(1, manifest_.value("reps", 5));
   prune_factor_ = manifest_.value("prune_factor", 2.0);
+  // The sweep passes the best time of the row's earlier chunks (carried results included).
+  if (manifest_.contains("best_s") && manifest_["best_s"].is_number()) {
+    best_s_ = manifest_["best_s"].get<double>();
+  }
   if (!target_.ParseFromString(ReadFile(dir + "/target.pb", &ok)) || !ok) {
     return absl::InvalidArgumentError(absl::StrCat(dir, "/target.pb is not a v1.Target"));
   }
@@ -208,6 +216,7 @@ absl::Status QuickRunner::Start(const std::string& dir) {
     eager_.push_back(e.contiguous());
     eager_error_.push_back(exact ? ErrorStats{} : MeasureError(e, truth_.back(), tol));
     outputs_.push_back(MakeOutput(eager_.back()));
+    accuracy_.emplace_back(truth_.back(), eager_.back(), tol, eager_error_.back(), 4.0);
   }
   flush_ = at::empty({std::max<int64_t>(2 * int64_t{l2}, 8 << 20)},
                      at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
@@ -371,13 +380,12 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
   }
   double worst = 0;
   for (size_t j = 0; j < outputs_.size(); ++j) {
-    const at::Tensor& o = outputs_[j].view;
-    Tolerance tol = DtypeTolerance(o.scalar_type());
-    ErrorStats err = MeasureError(o, truth_[j], tol, eager_[j]);
-    AccuracyJudgement judged = JudgeAccuracy(err, eager_error_[j], 4.0, tol);
-    worst = std::max(worst, err.max_normalized);
+    double max_normalized = 0;
+    bool fast = false;
+    AccuracyJudgement judged = accuracy_[j].Judge(outputs_[j].view, &max_normalized, &fast);
+    worst = std::max(worst, max_normalized);
     if (!judged.pass) {
-      out["max_normalized"] = err.max_normalized;
+      out["max_normalized"] = max_normalized;
       return fail("MISMATCH", absl::StrCat("output ", j, ": ", judged.message));
     }
   }

@@ -3,23 +3,39 @@
 # row of ../shared/GPU.md, the best synthesized config of a sweep of its family's space beside
 # eager, torch.compile and the floor. Writes the table to $OUT_DIR/synth-sweep.md (rewritten
 # after every row, so a cut-short run still leaves what it measured), torch.compile's times to
-# torch-compile-times.json and every swept config's results to synth-sweep-details/<row>.tsv.
+# torch-compile-times.json and every swept config's results to synth-sweep-details/<row>*.tsv.
 #
-# Budget: about 6 minutes of GPU-machine time in all — torch.compile stops starting compiles
-# after KFORGE_SWEEP_TORCH_BUDGET_S (default 75 s; mode default for every row first, then
-# max-autotune-no-cudagraphs while time is left), the sweep stops compiling at its
+# KFORGE_SWEEP_MODE=capped (default): one process on GPU 0; torch.compile stops starting
+# compiles after KFORGE_SWEEP_TORCH_BUDGET_S (default 75 s), the sweep stops compiling at its
 # KFORGE_SWEEP_BUDGET_S (default 200 s) and sweeps at most KFORGE_SWEEP_MAX_CONFIGS valid
-# configs per row (default 500: the prior's best interleaved with seeded random ones; the full
-# spaces hold 1.1k–35k valid configs per row, far more than NVRTC compiles in minutes).
+# configs per row (default 500: the prior's best interleaved with seeded random ones).
+#
+# KFORGE_SWEEP_MODE=exhaustive: every valid config of every row (~152k), split over the
+# machine's GPUs (KFORGE_SWEEP_GPUS, default: all nvidia-smi lists) — one kforge-synth-sweep
+# --shard I/N --quick-only per GPU, each with its share of the cores, compiling 8 configs per
+# NVRTC program (--batch). They stop compiling KFORGE_SWEEP_BUDGET_S (default 390 s) after
+# their start, less --gpu-reserve-s for the quick passes still queued, and append every
+# config's result to synth-sweep-details/<row>.shard-I-of-N.tsv. A later call continues where
+# this one stopped: copy the previous call's synth-sweep-details/ to
+# KFORGE_SWEEP_RESUME_FROM (it is copied into $OUT_DIR and read with --resume). Unless
+# KFORGE_SWEEP_FINISH=0, torch.compile and `kforge-synth-sweep --finish` follow: the best
+# quick-pass configs of all shards and calls through full validation, and the table, whose
+# "configs swept" of "valid" says how much of each space is covered (equal: exhaustive).
+# Measured cost (docs/benchmarks/2026-11-30-h200-synth-sweep.md): ~0.245 CPU-s per config
+# batched, ~45.6k core-s for the 186k configs: ~25 min of compiling on a 32-core 2-GPU machine
+# (about 4 calls), ~13 min on 64 cores / 4 GPUs, ~6.5 min on 128 cores / 8 GPUs (one call).
+# Calls but the last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=500; the last keeps ~200 s
+# for torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300). The details of a call (~25 MB)
+# fit the 64 MiB a run may carry back in.
+#
 # KFORGE_SWEEP_ROWS=id,id picks rows (kforge-synth-sweep --help lists them).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=${1:-out/gpu-check}
 mkdir -p "$OUT_DIR"
 SWEEP=build/bin/kforge-synth-sweep
-BUDGET=${KFORGE_SWEEP_BUDGET_S:-200}
+MODE=${KFORGE_SWEEP_MODE:-capped}
 TORCH_BUDGET=${KFORGE_SWEEP_TORCH_BUDGET_S:-75}
-MAX_CONFIGS=${KFORGE_SWEEP_MAX_CONFIGS:-500}
 row_args=()
 [[ -n ${KFORGE_SWEEP_ROWS:-} ]] && row_args=(--rows "$KFORGE_SWEEP_ROWS")
 
@@ -30,23 +46,80 @@ if [[ ! -x $SWEEP ]]; then
 fi
 "$SWEEP" "${row_args[@]}" --emit-rows "$OUT_DIR/synth-sweep-rows.json" || exit 1
 
-# torch.compile first, alone on the GPU. Hard limit: its budget plus one slow last compile.
-rm -f "$OUT_DIR/torch-compile-times.json"
-timeout $((TORCH_BUDGET + 90)) python3 tools/bench/torch_compile_times.py \
-  --rows-json "$OUT_DIR/synth-sweep-rows.json" --out "$OUT_DIR/torch-compile-times.json" \
-  --time-budget-s "$TORCH_BUDGET" ||
-  echo "torch_compile_times.py failed (exit $?): the table goes without torch.compile"
-torch_args=()
-[[ -s $OUT_DIR/torch-compile-times.json ]] && torch_args=(--torch-times "$OUT_DIR/torch-compile-times.json")
+# torch.compile alone on the GPU. Hard limit: its budget plus one slow last compile.
+torch_times() {
+  rm -f "$OUT_DIR/torch-compile-times.json"
+  timeout $((TORCH_BUDGET + 90)) python3 tools/bench/torch_compile_times.py \
+    --rows-json "$OUT_DIR/synth-sweep-rows.json" --out "$OUT_DIR/torch-compile-times.json" \
+    --time-budget-s "$TORCH_BUDGET" ||
+    echo "torch_compile_times.py failed (exit $?): the table goes without torch.compile"
+  torch_args=()
+  [[ -s $OUT_DIR/torch-compile-times.json ]] && torch_args=(--torch-times "$OUT_DIR/torch-compile-times.json")
+}
 
-# The sweep. Hard limit: its budget plus the last rows' validation; the table file keeps every
-# finished row if it is cut.
+finish_table() {  # $1: the sweep's exit status
+  [[ $1 -eq 124 ]] && echo "kforge-synth-sweep hit its hard time limit; $OUT_DIR/synth-sweep.md holds the rows it finished"
+  [[ -s $OUT_DIR/synth-sweep.md ]] ||
+    echo "kforge-synth-sweep exited with $1 before writing a table; its log is synth_sweep.txt" >"$OUT_DIR/synth-sweep.md"
+}
+
+if [[ $MODE == capped ]]; then
+  BUDGET=${KFORGE_SWEEP_BUDGET_S:-200}
+  MAX_CONFIGS=${KFORGE_SWEEP_MAX_CONFIGS:-500}
+  torch_times
+  # The sweep. Hard limit: its budget plus the last rows' validation; the table file keeps
+  # every finished row if it is cut.
+  rm -f "$OUT_DIR/synth-sweep.md"
+  timeout $((BUDGET + 150)) "$SWEEP" "${row_args[@]}" --max-configs "$MAX_CONFIGS" \
+    --time-budget-s "$BUDGET" "${torch_args[@]}" --out "$OUT_DIR/synth-sweep.md" \
+    --details "$OUT_DIR/synth-sweep-details"
+  rc=$?
+  finish_table $rc
+  exit $rc
+fi
+if [[ $MODE != exhaustive ]]; then
+  echo "KFORGE_SWEEP_MODE=$MODE: use capped or exhaustive" | tee "$OUT_DIR/synth-sweep.md"
+  exit 2
+fi
+
+BUDGET=${KFORGE_SWEEP_BUDGET_S:-390}
+DETAILS=$OUT_DIR/synth-sweep-details
+mkdir -p "$DETAILS"
+if [[ -n ${KFORGE_SWEEP_RESUME_FROM:-} ]]; then
+  if [[ ! -d $KFORGE_SWEEP_RESUME_FROM ]]; then
+    echo "KFORGE_SWEEP_RESUME_FROM=$KFORGE_SWEEP_RESUME_FROM is not a directory: pass the previous call's synth-sweep-details/" |
+      tee "$OUT_DIR/synth-sweep.md"
+    exit 2
+  fi
+  cp -n "$KFORGE_SWEEP_RESUME_FROM"/*.tsv "$DETAILS"/ 2>/dev/null
+  echo "resuming from $(cat "$DETAILS"/*.tsv 2>/dev/null | wc -l) lines of earlier details"
+fi
+GPUS=${KFORGE_SWEEP_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
+((GPUS >= 1)) || GPUS=1
+CORES=$(nproc)
+JOBS=$((CORES / GPUS - 1)) # one core per shard for its quick-pass child
+((JOBS >= 1)) || JOBS=1
+echo "exhaustive sweep: $GPUS shards, $JOBS compile threads each, compile budget $BUDGET s"
+pids=()
+for ((i = 0; i < GPUS; i++)); do
+  CUDA_VISIBLE_DEVICES=$i timeout $((BUDGET + 200)) "$SWEEP" "${row_args[@]}" --shard "$i/$GPUS" \
+    --resume --quick-only --batch 8 --jobs "$JOBS" --time-budget-s "$BUDGET" \
+    --details "$DETAILS" --out "$OUT_DIR/synth-sweep-shard-$i.md" >"$OUT_DIR/synth-sweep-shard-$i.txt" 2>&1 &
+  pids+=($!)
+done
+rc=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { r=$?; echo "shard $i exited with $r (log: synth-sweep-shard-$i.txt)"; rc=$r; }
+  tail -5 "$OUT_DIR/synth-sweep-shard-$i.txt"
+done
+if [[ ${KFORGE_SWEEP_FINISH:-1} == 0 ]]; then
+  echo "KFORGE_SWEEP_FINISH=0: no table this call; resume from $DETAILS"
+  exit $rc
+fi
+torch_times
 rm -f "$OUT_DIR/synth-sweep.md"
-timeout $((BUDGET + 150)) "$SWEEP" "${row_args[@]}" --max-configs "$MAX_CONFIGS" \
-  --time-budget-s "$BUDGET" "${torch_args[@]}" --out "$OUT_DIR/synth-sweep.md" \
-  --details "$OUT_DIR/synth-sweep-details"
+timeout 400 "$SWEEP" "${row_args[@]}" --finish "${torch_args[@]}" --details "$DETAILS" \
+  --out "$OUT_DIR/synth-sweep.md"
 rc=$?
-[[ $rc -eq 124 ]] && echo "kforge-synth-sweep hit its hard time limit; $OUT_DIR/synth-sweep.md holds the rows it finished"
-[[ -s $OUT_DIR/synth-sweep.md ]] ||
-  echo "kforge-synth-sweep exited with $rc before writing a table; its log is synth_sweep.txt" >"$OUT_DIR/synth-sweep.md"
+finish_table $rc
 exit $rc

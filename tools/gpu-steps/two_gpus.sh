@@ -81,7 +81,7 @@ run_cluster() {
   local start job
   start=$(date +%s.%N)
   job=$("$KFORGE" submit "$W/model/model.pt" --inputs "$W/model/inputs.pt" --device "$DEVICE" \
-    --top "$TOP" --iterations "$ITERATIONS" --seed 1 --json --coordinator "$coord" |
+    "${selection[@]}" --iterations "$ITERATIONS" --seed 1 --json --coordinator "$coord" |
     python3 -c 'import json,sys;print(json.load(sys.stdin)["job_id"])') || { kill $smi; return 1; }
   "$KFORGE" watch "$job" --coordinator "$coord" >"$d/watch.log" 2>&1
   local rc=$?
@@ -94,7 +94,15 @@ run_cluster() {
 }
 
 rc=0
+selection=(--top "$TOP")
 run_cluster two 0,1 || rc=1
+# The one-GPU run searches the very targets of the first (a fresh capture may rank near-equal
+# targets differently).
+mapfile -t ids < <(python3 -c 'import json,sys
+for t in json.load(open(sys.argv[1]))[-1]["targets"]: print(t["target_id"])' "$W/two/jobs.json" 2>/dev/null)
+selection=()
+for id in "${ids[@]}"; do selection+=(--target "$id"); done
+((${#selection[@]})) || selection=(--top "$TOP")
 run_cluster one 0 || rc=1
 
 python3 - "$W" "$ITERATIONS" "$TOP" >"$OUT_DIR/two-gpus.md" <<'EOF'

@@ -355,24 +355,20 @@ __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfS
     case RowOp::kSum:
     case RowOp::kMean:
       return absl::StrCat(R"(
-// Kahan-compensated fp32 sum (c holds the lost low-order part): long per-thread runs stay
-// as accurate as eager's tree.
-struct KfStat { float s; float c; };
-__device__ __forceinline__ KfStat kf_reduce_identity() { return {0.f, 0.f}; }
+// fp64 accumulation: the sum of a long row of values that nearly cancel keeps its low
+// digits (an fp32 sum, even Kahan-compensated, can miss the validation's tolerance there),
+// and a memory-bound reduction has DADD throughput to spare.
+struct KfStat { double s; };
+__device__ __forceinline__ KfStat kf_reduce_identity() { return {0.0}; }
 __device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) {
-  const float y = x - st.c;
-  const float t = st.s + y;
-  st.c = (t - st.s) - y;
-  st.s = t;
+  st.s += (double)x;
 }
 __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat& b) {
-  const float y = (b.s - b.c) - a.c;
-  const float t = a.s + y;
-  return {t, (t - a.s) - y};
+  return {a.s + b.s};
 }
 )",
                           kStore,
-                          op == RowOp::kMean ? "(s.s - s.c) / (float)count" : "s.s - s.c", R"();
+                          op == RowOp::kMean ? "(float)(s.s / (double)count)" : "(float)s.s", R"();
 }
 )");
     case RowOp::kAmax:
