@@ -141,6 +141,29 @@ class RuntimeInPython(unittest.TestCase):
             self.assertIn("its manifest.json differs from the one exported with this model",
                           changed.stderr)
 
+    def test_check_optimized_scales_the_tolerance_by_eagers_own_error(self):
+        import importlib.machinery
+        import importlib.util
+        import torch
+        path = os.path.join(ARGS.repo, "tools", "check-optimized")
+        loader = importlib.machinery.SourceFileLoader("check_optimized", path)
+        spec = importlib.util.spec_from_loader("check_optimized", loader)
+        check = importlib.util.module_from_spec(spec)
+        loader.exec_module(check)
+        args = argparse.Namespace(rtol=1e-4, atol=1e-5)
+        ref = torch.ones(4, dtype=torch.float64)
+        eager = torch.ones(4) + 1e-3          # 9.1 tolerance units off the float64 reference
+        near = torch.ones(4) + 3e-3           # 27 units: within 4 x eager's error
+        far = torch.ones(4) + 5e-2            # 455 units: beyond it
+        ok, detail = check.compare(near, eager, False, args, torch, ref)
+        self.assertTrue(ok, detail)
+        ok, detail = check.compare(far, eager, False, args, torch, ref)
+        self.assertFalse(ok, detail)
+        self.assertIn("error vs float64", detail)
+        # Without a reference: the plain tolerance against eager.
+        ok, _ = check.compare(near, eager, False, args, torch, None)
+        self.assertFalse(ok)
+
     def test_check_optimized_on_the_cpu(self):
         script = os.path.join(ARGS.repo, "tools", "check-optimized")
         module = os.path.join(ARGS.repo, "tests", "runtime", "make_runtime_model.py") + ":make"
@@ -150,6 +173,10 @@ class RuntimeInPython(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         report = json.loads(r.stdout)
         self.assertTrue(report["outputs_match"], report)
+        # With --module the outputs are judged against a float64 run of the module, as the
+        # worker judges one op (eager's own error scales the allowance).
+        for check in report["checks"]:
+            self.assertIn("error vs float64", check["detail"], report)
         self.assertEqual(report["unexpected_fallbacks"], {}, report)
         self.assertEqual(report["fallbacks"].get("cpu_tensor", 0) > 0, True, report)
         self.assertGreater(report["latency"]["kforge_ms"], 0)
