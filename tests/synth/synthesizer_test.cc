@@ -222,6 +222,25 @@ TEST(SynthesizerTest, DifferentSeedsExploreDifferently) {
   EXPECT_GE(differing, 1);
 }
 
+TEST(SynthesizerTest, RootExpansionsSpendAShareOnUniformExploration) {
+  SynthesizerOptions prior_only;
+  prior_only.root_explore_fraction = 0;
+  Synthesizer by_prior(prior_only), hedged;
+  const auto samples = SampleTargets(v1::FLOAT32);
+  int explored = 0;
+  for (const char* name : {"softmax_last", "layer_norm_affine", "group_norm_affine", "relu"}) {
+    auto a = by_prior.Propose(Request(Sample(samples, name).target, 4, 9));
+    auto b = hedged.Propose(Request(Sample(samples, name).target, 4, 9));
+    ASSERT_TRUE(a.ok() && b.ok()) << name;
+    ASSERT_EQ(a->candidates_size(), 4) << name;
+    ASSERT_EQ(b->candidates_size(), 4) << name;
+    // The prior's first three picks stand; the fourth is a uniform draw from the sample.
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(a->candidates(i).id(), b->candidates(i).id()) << name;
+    if (a->candidates(3).id() != b->candidates(3).id()) ++explored;
+  }
+  EXPECT_GE(explored, 3);
+}
+
 TEST(SynthesizerTest, RootsAreDiverseAndValid) {
   Synthesizer synth;
   for (const auto& sample : SampleTargets(v1::FLOAT32)) {

@@ -266,12 +266,17 @@ absl::StatusOr<v1::ProposeResponse> Synthesizer::Propose(const v1::ProposeReques
     SeededRng rng(request.seed());
     std::vector<Config> pool = generator.Seeds();
     for (int i = 0; i < options_.root_samples; ++i) pool.push_back(generator.Space().Sample(rng));
+    const size_t seeds = pool.size() - options_.root_samples;
     Feedback root_feedback = feedback;
     std::vector<Config> admitted;
+    std::vector<Config> sampled;  // admitted configs of the uniform sample, in sample order
     std::set<std::string> pooled;
-    for (const Config& c : pool) {
-      std::optional<Config> a = proposal.Admit(c, root_feedback);
-      if (a.has_value() && pooled.insert(a->ToString()).second) admitted.push_back(*a);
+    for (size_t i = 0; i < pool.size(); ++i) {
+      std::optional<Config> a = proposal.Admit(pool[i], root_feedback);
+      if (a.has_value() && pooled.insert(a->ToString()).second) {
+        admitted.push_back(*a);
+        if (i >= seeds) sampled.push_back(*a);
+      }
     }
     proposal.Rank(admitted);
     const size_t starts = std::min<size_t>(admitted.size(), options_.climb_starts);
@@ -299,9 +304,29 @@ absl::StatusOr<v1::ProposeResponse> Synthesizer::Propose(const v1::ProposeReques
     for (const Config& c : admitted) {
       if (!seen.count(c.ToString())) fresh.push_back(c);
     }
-    for (Config& c : PickDiverse(fresh, n - static_cast<int>(chosen.size()), /*spread=*/2)) {
+    const int remaining = n - static_cast<int>(chosen.size());
+    const int explore =
+        remaining >= 2 && options_.root_explore_fraction > 0
+            ? std::max(1, static_cast<int>(remaining * options_.root_explore_fraction))
+            : 0;
+    for (Config& c : PickDiverse(fresh, remaining - explore, /*spread=*/2)) {
       seen.insert(c.ToString());
       chosen.push_back(std::move(c));
+    }
+    // Exploration: uniform picks among the sampled configs nobody chose yet.
+    std::vector<Config> unexplored;
+    for (const Config& c : sampled) {
+      if (!seen.count(c.ToString())) unexplored.push_back(c);
+    }
+    rng.Shuffle(unexplored);
+    for (Config& c : unexplored) {
+      if (static_cast<int>(chosen.size()) >= n) break;
+      seen.insert(c.ToString());
+      chosen.push_back(std::move(c));
+    }
+    for (Config& c : fresh) {  // a space too small to sample from: the prior's next
+      if (static_cast<int>(chosen.size()) >= n) break;
+      if (seen.insert(c.ToString()).second) chosen.push_back(std::move(c));
     }
   }
 

@@ -20,6 +20,10 @@ struct SynthesizerOptions {
   int root_samples = 2000;      // random configs scored for the roots
   int climb_starts = 6;         // best samples refined by greedy neighbour moves
   double prior_jitter = 0.08;   // seeded +-8% on the prior: different seeds explore differently
+  // Share of a root expansion's proposals drawn uniformly from the sampled space instead of
+  // by the prior: a hedge where the cost model misjudges a shape (MCTS vs random on the
+  // H200 lost on group_norm to a config the prior ranked low).
+  double root_explore_fraction = 0.25;
 };
 
 // What the synthesizer knows about one config of a target: for display (kforge propose).
