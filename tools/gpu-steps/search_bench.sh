@@ -7,6 +7,8 @@
 # Writes the table to $OUT_DIR/search-bench.md (rewritten as results come in, so a cut-short
 # run still leaves what it measured) and every evaluation to search-bench-details/<row>.tsv.
 #
+# On a machine with several GPUs (KFORGE_SEARCH_BENCH_GPUS, default all nvidia-smi lists) each
+# row runs as its own process on its own GPU, and search-bench.md joins their tables.
 # Budget: about 4 minutes of GPU-machine time — the benchmark stops dispatching after
 # KFORGE_SEARCH_BENCH_BUDGET_S (default 210 s; both methods run side by side, so a cut costs
 # them alike and the table marks the shortened cells), then finishes what is in flight.
@@ -29,12 +31,37 @@ if [[ ! -x $BENCH ]]; then
     tee "$OUT_DIR/search-bench.md"
   exit 1
 fi
-rm -f "$OUT_DIR/search-bench.md"
+rm -f "$OUT_DIR"/search-bench*.md
+GPUS=${KFORGE_SEARCH_BENCH_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 # Hard limit: the budget plus what is in flight when it ends (an evaluation on the softmax
 # row's 128 MiB of inputs may take seconds).
-timeout $((BUDGET + 150)) "$BENCH" "${row_args[@]}" --evaluations "$EVALUATIONS" --seeds "$SEEDS" \
-  --time-budget-s "$BUDGET" --out "$OUT_DIR/search-bench.md" --details "$OUT_DIR/search-bench-details"
-rc=$?
+if ((GPUS >= 2)); then
+  # One process per row, rows dealt round-robin over the GPUs: each row gets a GPU (or a
+  # share of one) for the whole budget instead of a third of one.
+  rows=${KFORGE_SEARCH_BENCH_ROWS:-avgpool-r50,gn-vae-fp32,softmax-attn-fp32}
+  IFS=, read -r -a row_list <<<"$rows"
+  threads=$(( $(nproc) / ${#row_list[@]} ))
+  ((threads >= 2)) || threads=2
+  ((threads <= 8)) || threads=8
+  i=0
+  for row in "${row_list[@]}"; do
+    CUDA_VISIBLE_DEVICES=$((i % GPUS)) timeout $((BUDGET + 150)) "$BENCH" --rows "$row" \
+      --evaluations "$EVALUATIONS" --seeds "$SEEDS" --time-budget-s "$BUDGET" \
+      --compile-threads "$threads" --out "$OUT_DIR/search-bench-$row.md" \
+      --details "$OUT_DIR/search-bench-details" >"$OUT_DIR/search-bench-$row.log" 2>&1 &
+    i=$((i + 1))
+  done
+  rc=0
+  for job in $(jobs -p); do wait "$job" || rc=$?; done
+  for row in "${row_list[@]}"; do
+    cat "$OUT_DIR/search-bench-$row.md" 2>/dev/null || tail -5 "$OUT_DIR/search-bench-$row.log"
+    echo
+  done >"$OUT_DIR/search-bench.md"
+else
+  timeout $((BUDGET + 150)) "$BENCH" "${row_args[@]}" --evaluations "$EVALUATIONS" --seeds "$SEEDS" \
+    --time-budget-s "$BUDGET" --out "$OUT_DIR/search-bench.md" --details "$OUT_DIR/search-bench-details"
+  rc=$?
+fi
 [[ $rc -eq 124 ]] && echo "kforge-bench-search hit its hard time limit; $OUT_DIR/search-bench.md holds what it had measured"
 [[ -s $OUT_DIR/search-bench.md ]] ||
   echo "kforge-bench-search exited with $rc before writing a table; its log is search_bench.txt" >"$OUT_DIR/search-bench.md"
