@@ -6,7 +6,8 @@
 # aten op on its captured inputs (`kforge report --torch-rows` -> tools/bench/
 # torch_compile_times.py) and the benchmark tables (tools/bench/target_table.py). Each model's
 # summary, check table (check.txt, check.json), torch-times.json and table.md are kept under
-# OUT_DIR/optimize-<name>/; every model's tables together in OUT_DIR/optimize-tables.md.
+# OUT_DIR/optimize-<name>/; every model's tables together in OUT_DIR/optimize-tables.md, and
+# every run's small files (reports, tables, logs) in OUT_DIR/optimize-results.tgz.
 #   KFORGE_GPU_MODELS="resnet50_b32 qwen3"   which models (default: all below)
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
@@ -85,5 +86,9 @@ for job in "${jobs[@]}"; do
 done
 if ((${#runs[@]})); then
   python3 tools/bench/target_table.py "${runs[@]}" --out "$OUT_DIR/optimize-tables.md" || rc=1
+  # Every run's reports, tables, logs and winners' params in one file: the device tool
+  # returns a limited number of files, and the run directories hold thousands.
+  (cd "$OUT_DIR" && find "${runs[@]##*/}" -maxdepth 1 -type f \( -name '*.json' -o -name '*.txt' \
+    -o -name '*.md' \) -print0 | tar czf optimize-results.tgz --null -T - optimize-*.log)
 fi
 exit $rc
