@@ -14,8 +14,9 @@
 #   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
 #   KFORGE_GPU_TORCH_BUDGET_S=S              torch_compile_times.py --time-budget-s (default 300)
 # A model's fourth field names the op of the seed paper's figure for it (OP:K): a second run,
-# optimize-<name>-paper, searches the top K targets of that op alone with the same iterations
-# (issue 6 compares them with the paper's speedups at 50 iterations or fewer).
+# optimize-<name>-paper, searches the top K targets of that op alone with
+# KFORGE_GPU_PAPER_ITERATIONS (default: the same iterations; issue 6 compares them with the
+# paper's speedups at 50 iterations or fewer).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/gpu-check}
@@ -41,8 +42,8 @@ jobs=()
 for entry in "${MODELS[@]}"; do
   IFS='|' read -r name factory kwargs paper <<<"$entry"
   [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
-  jobs+=("$name|$factory|$kwargs|--top $TOP")
-  [[ -n $paper ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:}")
+  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS")
+  [[ -n $paper ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
 for job in "${jobs[@]}"; do
   IFS='|' read -r name factory kwargs selection <<<"$job"
@@ -50,14 +51,14 @@ for job in "${jobs[@]}"; do
   kw=()
   for pair in $kwargs; do kw+=(--kw "$pair"); done
   run=$OUT_DIR/optimize-$name
-  echo "== $name: export, optimize ($selection, $ITERATIONS iterations per target), check, tables"
+  echo "== $name: export, optimize ($selection), check, tables"
   rm -f "$run"/{torch-rows,torch-times,check}.json  # never join a previous round's files
   if [[ ! -f $M/$model/model.pt ]]; then
     python3 tools/kforge-export "$factory" --out "$M/$model" --device cuda "${kw[@]}" || { rc=1; continue; }
   fi
   # shellcheck disable=SC2086  # $selection is flags
   build/bin/kforge optimize "$M/$model/model.pt" --inputs "$M/$model/inputs.pt" \
-    --out "$run" $selection --iterations "$ITERATIONS" --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || rc=1
+    --out "$run" $selection --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || rc=1
   cat "$run/summary.txt" 2>/dev/null || tail -5 "$run.log"
   if [[ -f $run/report.json ]]; then
     runs+=("$run")
