@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/http_listen.h"
 #include "prometheus/text_serializer.h"
 
 namespace kforge {
@@ -55,7 +56,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Create(
   }
   server->port_ = bound;
   httplib::Server* http = server->http_.get();
-  server->thread_ = std::thread([http] { http->listen_after_bind(); });
+  server->thread_ = ListenInBackground(*http);
   return server;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/http_listen.h"
 
 namespace kforge::testing {
 namespace {
@@ -45,7 +46,7 @@ int RecordedLlmServer::Start() {
   // Enough handler threads that a broken concurrency limit would show.
   server_.new_task_queue = [] { return new httplib::ThreadPool(16); };
   port_ = server_.bind_to_any_port("127.0.0.1");
-  thread_ = std::thread([this] { server_.listen_after_bind(); });
+  thread_ = ListenInBackground(server_);
   return port_;
 }
 
