@@ -19,6 +19,12 @@ target_link_libraries(kforge_coordinator_service PUBLIC
   kforge_pool_service kforge_embedded_runner kforge_proposer_service kforge_evaluator
   prometheus-cpp::core absl::str_format)
 
+# In-process simulated workers over a TaskPool, for the coordinator's tests and benchmark.
+add_library(kforge_simulated_pool_workers STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/pool/simulated_pool_workers.cc)
+target_link_libraries(kforge_simulated_pool_workers PUBLIC
+  kforge_pool_service kforge_evaluate_service)
+
 add_library(kforge_coordinator_cli STATIC ${CMAKE_CURRENT_LIST_DIR}/service/coordinator_cli.cc)
 target_link_libraries(kforge_coordinator_cli PUBLIC
   kforge_coordinator_service CLI11::CLI11 nlohmann_json::nlohmann_json)

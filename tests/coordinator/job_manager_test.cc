@@ -20,8 +20,8 @@
 #include "common/digest.h"
 #include "common/store.h"
 #include "gtest/gtest.h"
+#include "services/coordinator/pool/simulated_pool_workers.h"
 #include "services/coordinator/pool/task_pool.h"
-#include "services/worker/simulated_evaluator.h"
 #include "tests/search/search_test_doubles.h"
 #include "tests/support/temp_dir.h"
 
@@ -80,48 +80,6 @@ class RefusingGridProposer : public Proposer {
   testing::GridProposerForTests grid_;
 };
 
-// Worker threads of one arch: compile tasks succeed, evaluations are simulated.
-class SimulatedWorkers {
- public:
-  SimulatedWorkers(TaskPool& pool, int count, const std::string& arch, double eval_s)
-      : simulated_(arch) {
-    for (int w = 0; w < count; ++w) {
-      threads_.emplace_back([this, &pool, w, eval_s] {
-        v1::WorkerInfo info;
-        info.set_worker_id("sim-" + std::to_string(w));
-        *info.add_gpus() = simulated_.Gpu();
-        info.set_max_outstanding(1);
-        while (!stop_.load()) {
-          absl::StatusOr<std::vector<v1::Task>> tasks = pool.Lease(info, 1, 0.05);
-          if (!tasks.ok()) return;
-          for (const v1::Task& task : *tasks) {
-            std::string result;
-            if (task.kind() == v1::TASK_COMPILE) {
-              v1::CompileResult compiled;
-              compiled.set_status(v1::COMPILE_OK);
-              result = compiled.SerializeAsString();
-            } else {
-              v1::EvaluateRequest request;
-              request.ParseFromString(task.request());
-              if (eval_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(eval_s));
-              result = simulated_.Evaluate(request, v1::CompileResult()).SerializeAsString();
-            }
-            pool.Complete(info.worker_id(), task.lease_id(), task.task_id(), std::move(result));
-          }
-        }
-      });
-    }
-  }
-  ~SimulatedWorkers() {
-    stop_ = true;
-    for (std::thread& t : threads_) t.join();
-  }
-
- private:
-  SimulatedEvaluator simulated_;
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-};
 
 class JobManagerTest : public ::testing::Test {
  protected:
@@ -162,7 +120,7 @@ class JobManagerTest : public ::testing::Test {
     pool_.reset();
   }
   void StartWorkers(int count, double eval_s = 0, const std::string& arch = "sm_90") {
-    workers_ = std::make_unique<SimulatedWorkers>(*pool_, count, arch, eval_s);
+    workers_ = std::make_unique<SimulatedPoolWorkers>(*pool_, count, arch, eval_s, "sim-", 0.05);
   }
 
   v1::JobSpec Spec(int iterations = 4, uint64_t seed = 1) const {
@@ -202,7 +160,7 @@ class JobManagerTest : public ::testing::Test {
   std::atomic<int> captures_{0};
   std::unique_ptr<TaskPool> pool_;
   std::unique_ptr<JobManager> jobs_;
-  std::unique_ptr<SimulatedWorkers> workers_;
+  std::unique_ptr<SimulatedPoolWorkers> workers_;
 };
 
 TEST_F(JobManagerTest, SubmitRefusesBadSpecsNamingTheField) {

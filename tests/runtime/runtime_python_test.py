@@ -17,18 +17,9 @@ import sys
 import tempfile
 import unittest
 
+from runtime_lib import find_library
+
 ARGS = None
-
-
-def find_library(path):
-    """The runtime library: --lib, else the first libkforge_runtime.so on LD_LIBRARY_PATH."""
-    if os.path.isfile(path):
-        return path
-    for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
-        candidate = os.path.join(d, "libkforge_runtime.so")
-        if d and os.path.isfile(candidate):
-            return candidate
-    raise SystemExit(f"libkforge_runtime.so not found at {path} or on LD_LIBRARY_PATH")
 
 
 def python_child(code, env=None):

@@ -30,9 +30,9 @@
 #include "common/blob_store.h"
 #include "common/digest.h"
 #include "common/store.h"
+#include "services/coordinator/pool/simulated_pool_workers.h"
 #include "services/coordinator/pool/task_pool.h"
 #include "services/coordinator/service/job_manager.h"
-#include "services/worker/simulated_evaluator.h"
 
 namespace kforge {
 namespace {
@@ -161,37 +161,8 @@ Row RunOnce(const std::string& store_url, int workers, double eval_s, int jobs, 
     std::exit(1);
   }
 
-  std::atomic<bool> stop{false};
-  std::atomic<int64_t> evaluations{0};
-  std::vector<std::thread> threads;
-  SimulatedEvaluator simulated("sm_90");
-  for (int w = 0; w < workers; ++w) {
-    threads.emplace_back([&, w] {
-      v1::WorkerInfo info;
-      info.set_worker_id(absl::StrCat("bench-worker-", w));
-      *info.add_gpus() = simulated.Gpu();
-      info.set_max_outstanding(1);
-      while (!stop.load()) {
-        absl::StatusOr<std::vector<v1::Task>> tasks = pool.Lease(info, 1, 0.2);
-        if (!tasks.ok()) return;
-        for (const v1::Task& task : *tasks) {
-          std::string result;
-          if (task.kind() == v1::TASK_COMPILE) {
-            v1::CompileResult compiled;
-            compiled.set_status(v1::COMPILE_OK);
-            result = compiled.SerializeAsString();
-          } else {
-            v1::EvaluateRequest request;
-            request.ParseFromString(task.request());
-            std::this_thread::sleep_for(std::chrono::duration<double>(eval_s));
-            result = simulated.Evaluate(request, v1::CompileResult()).SerializeAsString();
-            evaluations.fetch_add(1);
-          }
-          pool.Complete(info.worker_id(), task.lease_id(), task.task_id(), std::move(result));
-        }
-      }
-    });
-  }
+  auto workers_pool = std::make_unique<SimulatedPoolWorkers>(pool, workers, "sm_90", eval_s,
+                                                             "bench-worker-", 0.2);
 
   const double cpu_start = CpuSeconds();
   const auto start = std::chrono::steady_clock::now();
@@ -221,9 +192,8 @@ Row RunOnce(const std::string& store_url, int workers, double eval_s, int jobs, 
   row.workers = workers;
   row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   row.cpu_s = CpuSeconds() - cpu_start;
-  row.evaluations = evaluations.load();
-  stop = true;
-  for (std::thread& t : threads) t.join();
+  row.evaluations = workers_pool->evaluations();
+  workers_pool.reset();
   manager.Shutdown();
   pool.Shutdown();
   Clear(*store);

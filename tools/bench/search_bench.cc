@@ -54,6 +54,7 @@
 #include "services/proposer/synth/synthesizer.h"
 #include "services/worker/compiler.h"
 #include "tools/bench/anchor_rows.h"
+#include "tools/bench/bench_compiler.h"
 
 namespace kforge {
 namespace {
@@ -729,20 +730,10 @@ int Main(int argc, char** argv) {
       if (!dir.empty()) std::filesystem::remove_all(dir, ec);
     }
   } cleanup{temp_cache ? cache_dir : ""};
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore("dir:" + cache_dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "--cache %s: %s\n", cache_dir.c_str(),
-                 std::string(store.status().message()).c_str());
-    return 2;
-  }
-  CompilerOptions compiler_options;
-  compiler_options.time_limit = absl::Seconds(120);
-  absl::StatusOr<std::unique_ptr<Compiler>> compiler =
-      Compiler::Create(compiler_options, store->get());
-  if (!compiler.ok()) {
-    std::fprintf(stderr, "cannot compile: %s\n", std::string(compiler.status().message()).c_str());
-    return 3;
-  }
+  int open_failed = 0;
+  std::unique_ptr<bench::BenchCompiler> compile =
+      bench::OpenBenchCompiler(cache_dir, /*cache_compiles=*/true, &open_failed);
+  if (!compile) return open_failed;
 
   // The GPU first: the synthesizer and the random method bind the families for it.
   start_time = Clock::now();
@@ -751,7 +742,7 @@ int Main(int argc, char** argv) {
   TimedLane* timed_lane = nullptr;
   if (!compile_only) {
     absl::StatusOr<std::unique_ptr<EvaluatorGpuLane>> lane =
-        EvaluatorGpuLane::Create(gpu_index, compiler->get(), store->get());
+        EvaluatorGpuLane::Create(gpu_index, compile->compiler.get(), compile->store.get());
     if (!lane.ok()) {
       std::fprintf(stderr, "%s\n", std::string(lane.status().message()).c_str());
       return 3;
@@ -821,7 +812,7 @@ int Main(int argc, char** argv) {
   const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   runner_options.compile_threads =
       compile_threads > 0 ? compile_threads : std::clamp(cpus / 2, 2, 8);
-  Compiler* compile_with = compiler->get();
+  Compiler* compile_with = compile->compiler.get();
   EmbeddedRunner embedded(
       [compile_with](const v1::Candidate& candidate, const v1::CompileOptions& options) {
         return compile_with->Compile(candidate, options);

@@ -58,6 +58,7 @@
 #include "services/worker/evaluator_pipeline.h"
 #include "services/worker/subprocess.h"
 #include "tools/bench/anchor_rows.h"
+#include "tools/bench/bench_compiler.h"
 #include "tools/bench/kernel_batch.h"
 #include "tools/bench/sweep_details.h"
 
@@ -1078,20 +1079,10 @@ int Main(int argc, char** argv) {
       if (!cache.empty()) std::filesystem::remove_all(cache, ec);
     }
   } cleanup{temp_work ? work_dir : "", temp_cache ? cache_dir : ""};
-  absl::StatusOr<std::unique_ptr<Store>> store = OpenStore("dir:" + cache_dir);
-  if (!store.ok()) {
-    std::fprintf(stderr, "--cache %s: %s\n", cache_dir.c_str(),
-                 std::string(store.status().message()).c_str());
-    return 2;
-  }
-  CompilerOptions compiler_options;
-  compiler_options.time_limit = absl::Seconds(120);
-  absl::StatusOr<std::unique_ptr<Compiler>> compiler =
-      Compiler::Create(compiler_options, use_cache ? store->get() : nullptr);
-  if (!compiler.ok()) {
-    std::fprintf(stderr, "cannot compile: %s\n", std::string(compiler.status().message()).c_str());
-    return 3;
-  }
+  int open_failed = 0;
+  std::unique_ptr<bench::BenchCompiler> compile =
+      bench::OpenBenchCompiler(cache_dir, use_cache, &open_failed);
+  if (!compile) return open_failed;
 
   Clock::time_point start = Clock::now();
   // The GPU first (its child measures bandwidth and SMs), so the families bind for it.
@@ -1159,7 +1150,7 @@ int Main(int argc, char** argv) {
     }
   };
   {
-    CompilePool pool(compiler->get(), compile_options, jobs);
+    CompilePool pool(compile->compiler.get(), compile_options, jobs);
     // A capped sweep: row r stops compiling at its cumulative share of the budget, less a
     // reserve for the GPU work of the last row. An exhaustive one (no --max-configs): every
     // row compiles until one deadline, the budget less --gpu-reserve-s for the quick passes
@@ -1205,7 +1196,7 @@ int Main(int argc, char** argv) {
 
     std::unique_ptr<EvaluationPipeline> pipeline;
     if (!compile_only) {
-      pipeline = std::make_unique<EvaluationPipeline>(compiler->get(), evaluator.get(), nullptr);
+      pipeline = std::make_unique<EvaluationPipeline>(compile->compiler.get(), evaluator.get(), nullptr);
     }
     QuickOptions quick;
     quick.child = (std::filesystem::path(ExeDir()) / "kforge-synth-sweep-quick").string();
