@@ -2,7 +2,9 @@
 #include "tests/support/redis_server.h"
 
 #include <hiredis/hiredis.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,9 +53,17 @@ absl::Status RedisServerProcess::Start() {
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return status_ = absl::InternalError("fork failed");
   if (pid == 0) {
+    // A test that crashes never runs the destructor: the server dies with it instead of
+    // living on, and it never holds the test's stdout, because CTest waits for that pipe
+    // to close and a leaked holder hangs the whole run.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    const int null_fd = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
     execv(kRedisServer, argv.data());
     _exit(127);
   }

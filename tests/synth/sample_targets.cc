@@ -273,6 +273,14 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
             .Tensor("other", Dense(s, t)).Output(Dense(x, t)));
   }
+  {
+    // An attention mask: broadcast over heads, read whole over the (query, key) plane.
+    S x = pick({2, 8, 256, 256}, {2, 3, 17, 24});
+    S m = pick({2, 1, 256, 256}, {2, 1, 17, 24});
+    add("add_attention_mask", "elementwise",
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense(m, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)));
+  }
   return out;
 }
 

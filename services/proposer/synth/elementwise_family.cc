@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "services/proposer/synth/broadcast_groups.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/target_args.h"
@@ -23,6 +24,7 @@ struct ElementwiseProblem {
   v1::DType out_dtype = v1::FLOAT32;
   double alpha = 1.0;
   bool broadcast = false;  // some input is not of the output's shape
+  double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
   std::vector<int64_t> out_sizes;     // captured, for the checks and the prior only
   std::vector<int64_t> in_sizes[2];
@@ -77,9 +79,16 @@ __device__ __forceinline__ I kf_offset(const KfTensor& t, const KfTensor& out, I
   return offset;
 }
 
+template <typename I>
+__device__ __forceinline__ I kf_broadcast_offset(const KfGroups<I>& g, const KfTensor& t,
+                                                 const KfTensor& out, I e) {
+  return g.n >= 0 ? kf_group_offset<I>(g, e) : kf_offset<I>(t, out, e);
+}
+
 template <int V, typename I, typename T>
 __device__ __forceinline__ void kf_read(const T* x, int mode, const KfTensor& t,
-                                        const KfTensor& out, I e, float (&v)[V]) {
+                                        const KfGroups<I>& g, const KfTensor& out, I e,
+                                        float (&v)[V]) {
   if (mode == KF_FLAT) {
     if (V > 1) {
       kf_load<V>(x + e, v);
@@ -87,13 +96,13 @@ __device__ __forceinline__ void kf_read(const T* x, int mode, const KfTensor& t,
       v[0] = kf_to_float(x[e]);
     }
   } else if (V > 1 && mode == KF_CONST) {
-    const float c = kf_to_float(x[kf_offset<I>(t, out, e)]);
+    const float c = kf_to_float(x[kf_broadcast_offset<I>(g, t, out, e)]);
 #pragma unroll
     for (int i = 0; i < V; ++i) v[i] = c;
   } else if (V > 1) {
-    kf_load<V>(x + kf_offset<I>(t, out, e), v);
+    kf_load<V>(x + kf_broadcast_offset<I>(g, t, out, e), v);
   } else {
-    v[0] = kf_to_float(x[kf_offset<I>(t, out, e)]);
+    v[0] = kf_to_float(x[kf_broadcast_offset<I>(g, t, out, e)]);
   }
 }
 
@@ -108,6 +117,11 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   const T1* x1 = reinterpret_cast<const T1*>(args.inputs[1].data);
 #endif
   TO* y = reinterpret_cast<TO*>(out.data);
+  // Flat inputs never look at their groups.
+  const KfGroups<I> g0 = mode0 == KF_FLAT ? KfGroups<I>{0} : kf_groups<I>(args.inputs[0], out);
+#if KF_NIN == 2
+  const KfGroups<I> g1 = mode1 == KF_FLAT ? KfGroups<I>{0} : kf_groups<I>(args.inputs[1], out);
+#endif
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float a[KF_ILP][V];
@@ -116,9 +130,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        kf_read<V, I>(x0, mode0, args.inputs[0], out, k * V, a[j]);
+        kf_read<V, I>(x0, mode0, args.inputs[0], g0, out, k * V, a[j]);
 #if KF_NIN == 2
-        kf_read<V, I>(x1, mode1, args.inputs[1], out, k * V, b[j]);
+        kf_read<V, I>(x1, mode1, args.inputs[1], g1, out, k * V, b[j]);
 #endif
       }
     }
@@ -137,9 +151,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   if (V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float a[1], b[1] = {0.f};
-      kf_read<1, I>(x0, mode0, args.inputs[0], out, e, a);
+      kf_read<1, I>(x0, mode0, args.inputs[0], g0, out, e, a);
 #if KF_NIN == 2
-      kf_read<1, I>(x1, mode1, args.inputs[1], out, e, b);
+      kf_read<1, I>(x1, mode1, args.inputs[1], g1, out, e, b);
 #endif
       y[e] = kf_from_float<TO>(kf_op(a[0], b[0]));
     }
@@ -282,10 +296,8 @@ class ElementwiseGenerator : public KernelGenerator {
     const double grid = c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
     double in_flight = 0;
     for (int i = 0; i < p_.num_inputs; ++i) in_flight += vec * ilp * ElementSize(p_.in_dtype[i]);
-    // Scalar code pays index math per element; broadcast offsets cost a division per dim,
-    // once per vector.
-    double ops_per_elem = 4 + (vec == 1 ? 12 : vec == 2 ? 4 : 1) +
-                          (p_.broadcast ? 8.0 * p_.out_sizes.size() / vec : 0);
+    // Scalar code pays index math per element; broadcast offsets once per vector.
+    double ops_per_elem = 4 + (vec == 1 ? 12 : vec == 2 ? 4 : 1) + p_.broadcast_index_ops / vec;
     const bool fast = c.GetInt("fast_math") == 1;
     if (HasTranscendental(p_.op)) ops_per_elem += fast ? 6 : 22;
     if (p_.op == UnaryOp::kGeluErf) ops_per_elem += 12;
@@ -315,6 +327,8 @@ class ElementwiseGenerator : public KernelGenerator {
                     p_.num_inputs, "\n");
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
+    src += "#define KF_HD __device__ __forceinline__\n";
+    src += BroadcastGroupsSource();
     src += kEngine;
     PlanSpec plan;
     plan.let = {{"N", "out0_numel"},
@@ -335,6 +349,30 @@ class ElementwiseGenerator : public KernelGenerator {
   GpuModel gpu_;
   ParamSpace space_;
 };
+
+KfTensor SignatureTensor(const v1::TensorSignature& sig) {
+  KfTensor t{};
+  t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
+  for (int d = 0; d < t.ndim; ++d) {
+    t.sizes[d] = sig.sizes(d);
+    t.strides[d] = d < sig.strides_size() ? sig.strides(d) : 0;
+  }
+  return t;
+}
+
+// A modulo and a division (~8 ops each, as multiply-shifts) per merged group of each
+// broadcast input; a per-dim walk when the input has more groups than the kernel keeps.
+double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
+  if (!p.broadcast) return 0;
+  const KfTensor out = SignatureTensor(args.output(0));
+  double ops = 0;
+  for (int i = 0; i < p.num_inputs; ++i) {
+    if (p.in_sizes[i] == p.out_sizes) continue;
+    const int groups = kf_groups<kf_i64>(SignatureTensor(args.input(i)), out).n;
+    ops += 16.0 * (groups >= 0 ? groups : out.ndim);
+  }
+  return ops;
+}
 
 class ElementwiseFamily : public Family {
  public:
@@ -424,6 +462,7 @@ class ElementwiseFamily : public Family {
       p.in_sizes[i].assign(in.sizes().begin(), in.sizes().end());
       p.in_numel[i] = static_cast<double>(Numel(in));
     }
+    p.broadcast_index_ops = BroadcastIndexOps(args, p);
     return std::unique_ptr<KernelGenerator>(std::make_unique<ElementwiseGenerator>(p, gpu));
   }
 };

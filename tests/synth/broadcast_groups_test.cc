@@ -1,0 +1,124 @@
+// The elementwise kernels' broadcast offsets (device/broadcast_groups.cuh), compiled for the
+// host: every output element's offset equals the per-dim walk over the input's sizes and
+// strides, for random broadcast patterns and layouts, and the groups merge as documented.
+#include "services/proposer/synth/broadcast_groups.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace kforge::synth {
+namespace {
+
+KfTensor Tensor(const std::vector<long long>& sizes, const std::vector<long long>& strides) {
+  KfTensor t{};
+  t.ndim = static_cast<int>(sizes.size());
+  t.numel = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    t.sizes[d] = sizes[d];
+    t.strides[d] = strides[d];
+    t.numel *= sizes[d];
+  }
+  return t;
+}
+
+std::vector<long long> ContiguousStrides(const std::vector<long long>& sizes) {
+  std::vector<long long> strides(sizes.size());
+  long long s = 1;
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= sizes[d];
+  }
+  return strides;
+}
+
+// Row-major coordinates of `e` in `out`, read through `t` aligned from the right.
+long long ReferenceOffset(const KfTensor& t, const KfTensor& out, long long e) {
+  long long offset = 0;
+  for (int d = out.ndim - 1; d >= 0; --d) {
+    const long long coord = e % out.sizes[d];
+    e /= out.sizes[d];
+    const int td = d - (out.ndim - t.ndim);
+    if (td >= 0 && t.sizes[td] != 1) offset += coord * t.strides[td];
+  }
+  return offset;
+}
+
+template <typename I>
+void ExpectOffsetsMatch(const KfTensor& t, const KfTensor& out) {
+  const KfGroups<I> g = kf_groups<I>(t, out);
+  ASSERT_GE(g.n, 0);
+  for (long long e = 0; e < out.numel; ++e) {
+    ASSERT_EQ(static_cast<long long>(kf_group_offset<I>(g, static_cast<I>(e))),
+              ReferenceOffset(t, out, e))
+        << "element " << e;
+  }
+}
+
+TEST(BroadcastGroups, AttentionMaskIsOneGroup) {
+  const KfTensor out = Tensor({1, 8, 2048, 2048}, ContiguousStrides({1, 8, 2048, 2048}));
+  const KfTensor mask = Tensor({1, 1, 2048, 2048}, ContiguousStrides({1, 1, 2048, 2048}));
+  const KfGroups<int> g = kf_groups<int>(mask, out);
+  ASSERT_EQ(g.n, 1);
+  EXPECT_EQ(g.size[0], 2048 * 2048);
+  EXPECT_EQ(g.stride[0], 1);
+  EXPECT_EQ(kf_group_offset<int>(g, 3 * 2048 * 2048 + 5), 5);
+}
+
+TEST(BroadcastGroups, PerChannelScaleAndRowVectorKeepTheirOuterGroups) {
+  // [C,1] along [N,C,HW]: the inner HW broadcasts, C is read, N broadcasts and drops out.
+  const KfTensor out = Tensor({4, 3, 5}, ContiguousStrides({4, 3, 5}));
+  const KfGroups<int> channel = kf_groups<int>(Tensor({3, 1}, {1, 1}), out);
+  ASSERT_EQ(channel.n, 2);
+  EXPECT_EQ(channel.size[0], 5);
+  EXPECT_EQ(channel.stride[0], 0);
+  EXPECT_EQ(channel.size[1], 3);
+  EXPECT_EQ(channel.stride[1], 1);
+  ExpectOffsetsMatch<int>(Tensor({3, 1}, {1, 1}), out);
+  // A scalar-like input reads nothing: no groups.
+  EXPECT_EQ(kf_groups<int>(Tensor({1, 1, 1}, {1, 1, 1}), out).n, 0);
+}
+
+TEST(BroadcastGroups, MoreGroupsThanTheKernelKeepsIsMinusOne) {
+  // Alternating read / broadcast dims: four read groups.
+  const std::vector<long long> sizes = {2, 1, 3, 1, 2, 1, 3};
+  const KfTensor out = Tensor({2, 2, 3, 2, 2, 2, 3}, ContiguousStrides({2, 2, 3, 2, 2, 2, 3}));
+  EXPECT_EQ(kf_groups<int>(Tensor(sizes, ContiguousStrides(sizes)), out).n, -1);
+}
+
+TEST(BroadcastGroups, RandomPatternsAndLayoutsMatchThePerDimWalk) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int out_dims = 1 + static_cast<int>(rng() % 5);
+    std::vector<long long> out_sizes(out_dims);
+    for (long long& s : out_sizes) s = 1 + static_cast<long long>(rng() % 4);
+    const int in_dims = 1 + static_cast<int>(rng() % out_dims);
+    std::vector<long long> in_sizes(in_dims);
+    for (int d = 0; d < in_dims; ++d) {
+      in_sizes[d] = rng() % 3 == 0 ? 1 : out_sizes[d + out_dims - in_dims];
+    }
+    // Half the inputs in a permuted (still dense) layout.
+    std::vector<int> order(in_dims);
+    for (int d = 0; d < in_dims; ++d) order[d] = d;
+    if (rng() % 2 == 0) std::shuffle(order.begin(), order.end(), rng);
+    std::vector<long long> in_strides(in_dims);
+    long long s = 1;
+    for (int k = in_dims - 1; k >= 0; --k) {
+      in_strides[order[k]] = s;
+      s *= in_sizes[order[k]];
+    }
+    const KfTensor out = Tensor(out_sizes, ContiguousStrides(out_sizes));
+    const KfTensor in = Tensor(in_sizes, in_strides);
+    if (kf_groups<int>(in, out).n < 0) continue;
+    ExpectOffsetsMatch<int>(in, out);
+    ExpectOffsetsMatch<kf_i64>(in, out);
+    ++checked;
+  }
+  EXPECT_GT(checked, 300);
+}
+
+}  // namespace
+}  // namespace kforge::synth
