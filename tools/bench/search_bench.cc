@@ -334,6 +334,7 @@ class TimedLane : public GpuLane {
     Busy& b = busy_[request.target().id()];
     b.seconds += Seconds(t);
     ++b.evaluations;
+    for (const auto& [phase, seconds] : r.phase_seconds()) b.phase_seconds[phase] += seconds;
     return r;
   }
   std::string Name() const override { return lane_->Name(); }
@@ -341,6 +342,7 @@ class TimedLane : public GpuLane {
   struct Busy {
     double seconds = 0;
     int evaluations = 0;
+    std::map<std::string, double> phase_seconds;  // the evaluator's phases, summed
   };
   std::map<std::string, Busy> busy() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -352,6 +354,16 @@ class TimedLane : public GpuLane {
   mutable std::mutex mu_;
   std::map<std::string, Busy> busy_;
 };
+
+// Where the evaluator spent a lane's time, per evaluation: ": prepare 0.05, timing 0.40, ...".
+std::string PhaseShares(const TimedLane::Busy& b) {
+  if (b.phase_seconds.empty() || b.evaluations == 0) return "";
+  std::vector<std::string> parts;
+  for (const auto& [phase, seconds] : b.phase_seconds) {
+    parts.push_back(absl::StrFormat("%s %.2f", phase, seconds / b.evaluations));
+  }
+  return absl::StrCat(": ", absl::StrJoin(parts, ", "));
+}
 
 // --compile-only only. No GPU can validate or time anything here, and the MCTS never expands
 // a candidate that did not pass: scored NOT_EVALUATED, its tree would only ever widen the
@@ -598,9 +610,10 @@ std::string Table(const std::vector<Row>& rows, const std::vector<SeedRuns>& see
           row.anchor.id, Us(eager_s[eager_s.size() / 2]), Us(floor_s),
           busy == ctx.busy.end()
               ? ""
-              : absl::StrFormat("; GPU lane held %.1f s for %d evaluations (%.2f s each)",
+              : absl::StrFormat("; GPU lane held %.1f s for %d evaluations (%.2f s each%s)",
                                 busy->second.seconds, busy->second.evaluations,
-                                busy->second.seconds / std::max(1, busy->second.evaluations))));
+                                busy->second.seconds / std::max(1, busy->second.evaluations),
+                                PhaseShares(busy->second))));
     }
   }
   absl::StrAppendFormat(&out,
