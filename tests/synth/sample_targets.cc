@@ -83,6 +83,13 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Scalar("dtype", None()).Output(Dense(x, t)));
   }
   {
+    // Attention scores in half precision, probabilities in float32 (dtype=torch.float32).
+    S x = pick({4, 256, 2048}, {3, 7, 1000});
+    add("softmax_into_float32", "rowwise",
+        TargetBuilder("aten::softmax", "int").Tensor("self", Dense(x, t)).Scalar("dim", Int(-1))
+            .Scalar("dtype", Int(6)).Output(Dense(x, v1::FLOAT32)));
+  }
+  {
     S x = pick({64, 2048}, {5, 33});
     add("_softmax", "rowwise",
         TargetBuilder("aten::_softmax", "").Tensor("self", Dense(x, t)).Scalar("dim", Int(1))

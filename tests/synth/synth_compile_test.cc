@@ -100,6 +100,36 @@ TEST_P(SynthCompileTest, SampledConfigsCompileForSm90) {
   RecordProperty("spilling_kernels", spilling);
 }
 
+// A half-precision row into float32 takes 8 elements per vector (16-byte loads, 32-byte stores
+// split into two): every caching mode compiles.
+TEST_F(SynthCompileTest, WideVectorsOfAWideningOutputCompile) {
+  ASSERT_NE(compiler_, nullptr);
+  for (v1::DType dtype : {v1::FLOAT16, v1::BFLOAT16}) {
+    for (const testing::SampleTarget& s : testing::SampleTargets(dtype)) {
+      if (s.name != "softmax_into_float32") continue;
+      auto generator = testing::BindForTest(s.target);
+      ASSERT_NE(generator, nullptr);
+      for (const char* cache : {"none", "regs", "smem"}) {
+        Config c = *generator->Space().Parse(absl::StrCat(
+            "row_threads=128;rows_per_block=1;vec=8;algo=online;cache=", cache,
+            ";reg_cache=16;split=1;split_mode=scratch;unroll=2;fast_math=0;grid=oneshot"));
+        ASSERT_EQ(generator->Check(c), "") << c.ToString();
+        auto kernel = generator->Generate(c);
+        ASSERT_TRUE(kernel.ok()) << kernel.status();
+        v1::Candidate candidate;
+        candidate.set_source(kernel->source);
+        candidate.set_launch_plan_json(kernel->launch_plan_json);
+        candidate.set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
+        v1::CompileOptions options;
+        options.set_arch("sm_90");
+        v1::CompileResult result = compiler_->Compile(candidate, options);
+        EXPECT_EQ(result.status(), v1::COMPILE_OK)
+            << v1::DType_Name(dtype) << " " << c.ToString() << "\n" << result.log().substr(0, 4000);
+      }
+    }
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
   return absl::StrCat(std::get<0>(info.param), "_", v1::DType_Name(std::get<1>(info.param)));
 }

@@ -471,6 +471,22 @@ TEST(SynthesizerTest, PriorPrefersSensibleShapes) {
   EXPECT_LT(short_rows->EstimateSeconds(warp_rows), short_rows->EstimateSeconds(block_rows));
 }
 
+TEST(SynthesizerTest, WideningOutputKeepsSixteenByteLoads) {
+  // bf16 scores into float32 probabilities: 8 elements per vector (16-byte loads, two 16-byte
+  // stores); a float32 row stays at 4, and the plan asks for the wider store's alignment.
+  const std::string config =
+      "row_threads=128;rows_per_block=1;vec=8;algo=online;cache=regs;reg_cache=16;split=1;"
+      "split_mode=scratch;unroll=1;fast_math=0;grid=oneshot";
+  auto widening = Bind(Sample(SampleTargets(v1::BFLOAT16), "softmax_into_float32").target);
+  Config c = *widening->Space().Parse(config);
+  ASSERT_EQ(widening->Check(c), "");
+  auto kernel = widening->Generate(c);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"alignment_bytes\": 32"));
+  auto same_type = Bind(Sample(SampleTargets(v1::FLOAT32), "softmax_into_float32").target);
+  EXPECT_THAT(same_type->Check(*same_type->Space().Parse(config)), HasSubstr("vec 8"));
+}
+
 TEST(SynthesizerTest, ExplainReportsThePriorOfAConfig) {
   Synthesizer synth;
   const auto samples = SampleTargets(v1::FLOAT32);

@@ -749,6 +749,16 @@ class RowKernelGenerator : public KernelGenerator {
     return c;
   }
 
+  // Elements per vector: loads of at most 16 bytes. An output of a wider type than the input
+  // (a bf16 softmax into float32) may store two 16-byte halves per vector, so that its loads
+  // stay 16 bytes wide.
+  int MaxVec() const {
+    const int in_size = ElementSize(p_.in_dtype);
+    const int out_size = per_row_ ? 0 : ElementSize(p_.out_dtype);
+    const int max_store = out_size > in_size ? 32 : 16;
+    return std::min(16 / in_size, out_size > 0 ? max_store / out_size : 16);
+  }
+
   std::string Check(const Config& c) const override {
     const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
     const int vec = c.GetInt("vec"), split = c.GetInt("split");
@@ -757,10 +767,9 @@ class RowKernelGenerator : public KernelGenerator {
       return absl::StrCat("block of ", block, " threads (row_threads * rows_per_block) is "
                           "outside [32, 1024]");
     }
-    const int in_size = ElementSize(p_.in_dtype);
-    const int out_size = per_row_ ? 0 : ElementSize(p_.out_dtype);
-    if (vec * std::max(in_size, out_size) > 16) {
-      return absl::StrCat("vec ", vec, " makes loads wider than 16 bytes");
+    if (vec > MaxVec()) {
+      return absl::StrCat("vec ", vec, " makes loads wider than 16 bytes (or stores of a "
+                          "wider output type than 32)");
     }
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     if (cluster && !gpu_.SupportsClusters()) {
@@ -938,7 +947,7 @@ class RowKernelGenerator : public KernelGenerator {
   std::vector<Config> Seeds() const override {
     // A warp per short row, a block per long row, and a cluster for very long rows.
     std::vector<Config> seeds;
-    const int max_vec = 16 / std::max(ElementSize(p_.in_dtype), per_row_ ? 1 : ElementSize(p_.out_dtype));
+    const int max_vec = MaxVec();
     for (int rt : {32, 256, 1024}) {
       Config c;
       c.SetInt("row_threads", rt);

@@ -69,7 +69,9 @@ KF_HD KfGroups<I> kf_groups(const KfTensor& t, const KfTensor& out) {
 template <typename I>
 KF_HD I kf_group_offset(const KfGroups<I>& g, I e) {
   I offset = 0;
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #pragma unroll
+#endif
   for (int k = 0; k < KF_GROUPS; ++k) {
     if (k < g.n) {
       offset += (e % g.size[k]) * g.stride[k];
