@@ -360,8 +360,9 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   return t;
 }
 
-// A modulo and a division (~8 ops each, as multiply-shifts) per merged group of each
-// broadcast input; a per-dim walk when the input has more groups than the kernel keeps.
+// Integer ops per vector for the broadcast inputs' offsets: a modulo and a division by a
+// runtime size (~16 ops together) per merged group of each broadcast input, or a per-dim
+// walk when the input has more groups than the kernel keeps.
 double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
   if (!p.broadcast) return 0;
   const KfTensor out = SignatureTensor(args.output(0));
