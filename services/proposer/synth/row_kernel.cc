@@ -93,6 +93,40 @@ __device__ __forceinline__ void kf_for_each(kf_i64 c0, kf_i64 c1, int lane, bool
   }
 }
 
+// kf_for_each for a pass that stores: each vector is read through `read` first, and outside
+// the register cache all KF_UNROLL reads of a step are issued before any of its stores. The
+// compiler may not move a load above a store through a pointer that could alias it, so a
+// read-store loop keeps one vector in flight per thread: a memory-latency-bound output pass.
+template <int V, typename R, typename F>
+__device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane, bool slots,
+                                                 R&& read, F&& f) {
+  if (slots) {
+#pragma unroll
+    for (int k = 0; k < KF_CAP / V; ++k) {
+      const kf_i64 c = c0 + ((kf_i64)k * KF_RT + lane) * V;
+      if (c < c1) {
+        float v[V];
+        read(c, k, v);
+        f(c, v);
+      }
+    }
+  } else {
+    for (kf_i64 base = c0 + (kf_i64)lane * V; base < c1; base += (kf_i64)KF_RT * V * KF_UNROLL) {
+      float v[KF_UNROLL][V];
+#pragma unroll
+      for (int u = 0; u < KF_UNROLL; ++u) {
+        const kf_i64 c = base + (kf_i64)u * KF_RT * V;
+        if (c < c1) read(c, 0, v[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < KF_UNROLL; ++u) {
+        const kf_i64 c = base + (kf_i64)u * KF_RT * V;
+        if (c < c1) f(c, v[u]);
+      }
+    }
+  }
+}
+
 // One row (or, split, one chunk of it). PHASE 0: whole row in one launch (maybe a cluster);
 // 1: partial statistics of a chunk to scratch; 2: merge partials and write the chunk.
 template <int V, int PHASE>
@@ -189,9 +223,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   if (valid && lane == 0 && blockIdx.y == 0) kf_write_row(s, ctx, args);
 #else
   TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
-  kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
-    float v[V];
-    read(c, k, v);
+  kf_for_each_read<V>(c0, e1, lane, use_regs, read, [&](kf_i64 c, const float (&v)[V]) {
     float o[V];
     kf_out_vec<V>(v, c, ctx, o);
     kf_store<V>(yr + c, o);
