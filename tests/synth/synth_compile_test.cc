@@ -130,6 +130,39 @@ TEST_F(SynthCompileTest, WideVectorsOfAWideningOutputCompile) {
   }
 }
 
+// The row engine's output pass outside the register cache: the PTX issues the step's vector
+// loads before its stores (a load after a store would wait for it, one vector in flight).
+TEST_F(SynthCompileTest, OutputPassLoadsBeforeItStores) {
+  ASSERT_NE(compiler_, nullptr);
+  for (const testing::SampleTarget& s : testing::SampleTargets(v1::FLOAT32)) {
+    if (s.name != "group_norm_affine") continue;
+    auto generator = testing::BindForTest(s.target);
+    ASSERT_NE(generator, nullptr);
+    Config c = *generator->Space().Parse(
+        "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+        "split_mode=cluster;unroll=4;grid=oneshot");
+    ASSERT_EQ(generator->Check(c), "");
+    auto kernel = generator->Generate(c);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    v1::Candidate candidate;
+    candidate.set_source(kernel->source);
+    candidate.set_launch_plan_json(kernel->launch_plan_json);
+    candidate.set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
+    v1::CompileOptions options;
+    options.set_arch("sm_90");
+    v1::CompileResult result = compiler_->Compile(candidate, options);
+    ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
+    // The vector loads and stores in PTX order: no load after the first store.
+    std::string order;
+    for (size_t at = 0; (at = result.ptx().find(".global.v4.f32", at)) != std::string::npos; ++at) {
+      order += result.ptx().compare(at - 2, 2, "ld") == 0 ? 'L' : 'S';
+    }
+    ASSERT_NE(order.find('S'), std::string::npos) << order;
+    EXPECT_EQ(order.find('L', order.find('S')), std::string::npos) << order;
+    EXPECT_GE(order.find('S'), 4u + 4u) << "pass 0's 4 loads, then the output pass's 4: " << order;
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
   return absl::StrCat(std::get<0>(info.param), "_", v1::DType_Name(std::get<1>(info.param)));
 }

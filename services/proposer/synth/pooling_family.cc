@@ -89,6 +89,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args) {
   TO* y = reinterpret_cast<TO*>(out.data);
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < n; base += step) {
+    // Every output's window is read before any output is stored: a load may not move above
+    // a store that could alias it, so storing as it goes would keep one window in flight.
+    float r[KF_ILP];
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I idx = base + (I)j * KF_THREADS;
@@ -97,8 +100,13 @@ __device__ __forceinline__ void kf_run(const KfArgs& args) {
         const I t = idx / w_out;
         const I oh = t % h_out;
         const I nc = t / h_out;
-        y[idx] = kf_from_float<TO>(kf_pool<I>(xin + nc * h_in * w_in, h_in, w_in, oh, ow, h_out, w_out));
+        r[j] = kf_pool<I>(xin + nc * h_in * w_in, h_in, w_in, oh, ow, h_out, w_out);
       }
+    }
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const I idx = base + (I)j * KF_THREADS;
+      if (idx < n) y[idx] = kf_from_float<TO>(r[j]);
     }
   }
 }
