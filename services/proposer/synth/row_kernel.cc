@@ -736,7 +736,7 @@ class RowKernelGenerator : public KernelGenerator {
         {"row_threads", {"4", "8", "16", "32", "64", "128", "256", "512", "1024"},
          "threads that share one row"},
         {"rows_per_block", {"1", "2", "4", "8", "16", "32"}, "rows one block handles at once"},
-        {"vec", {"1", "2", "4", "8"}, "elements per load/store (16 bytes at most)"},
+        {"vec", {"1", "2", "4", "8"}, "elements per vector (16-byte loads at most)"},
     };
     if (HasAlgoChoice(p_.op)) {
       const bool softmax = UsesExp(p_.op);
@@ -800,8 +800,8 @@ class RowKernelGenerator : public KernelGenerator {
                           "outside [32, 1024]");
     }
     if (vec > MaxVec()) {
-      return absl::StrCat("vec ", vec, " makes loads wider than 16 bytes (or stores of a "
-                          "wider output type than 32)");
+      return absl::StrCat("vec ", vec, " is over ", MaxVec(), " for these types: loads of at "
+                          "most 16 bytes, stores of at most 16 (32 into a wider output type)");
     }
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     if (cluster && !gpu_.SupportsClusters()) {
