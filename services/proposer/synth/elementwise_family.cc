@@ -1,6 +1,7 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, and add / mul with
-// broadcasting (each broadcast input is read through its own sizes and strides). Flat
-// inputs of one shape take the vectorized path; anything else the per-element index path.
+// broadcasting (each broadcast input is read through the output's dims merged into groups,
+// device/broadcast_groups.cuh). Flat inputs and broadcasts along whole last-dim runs take the
+// vectorized path; anything else the per-element path.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -63,46 +64,18 @@ __device__ __forceinline__ int kf_mode(const KfTensor& t, const KfTensor& out, i
   return KF_RUN;
 }
 
-// Offset in `t` of output element `e` under broadcasting (dims aligned from the right; a
-// size-1 dim of `t` repeats). I is int when every index fits in 31 bits: far cheaper division.
-template <typename I>
-__device__ __forceinline__ I kf_offset(const KfTensor& t, const KfTensor& out, I e) {
-  I offset = 0;
-  const int shift = out.ndim - t.ndim;
-  for (int d = out.ndim - 1; d >= 0 && e > 0; --d) {
-    const I size = (I)out.sizes[d];
-    const I coord = e % size;
-    e /= size;
-    const int td = d - shift;
-    if (td >= 0 && t.sizes[td] != 1) offset += coord * (I)t.strides[td];
-  }
-  return offset;
-}
-
-template <typename I>
-__device__ __forceinline__ I kf_broadcast_offset(const KfGroups<I>& g, const KfTensor& t,
-                                                 const KfTensor& out, I e) {
-  return g.n >= 0 ? kf_group_offset<I>(g, e) : kf_offset<I>(t, out, e);
-}
-
 template <int V, typename I, typename T>
-__device__ __forceinline__ void kf_read(const T* x, int mode, const KfTensor& t,
-                                        const KfGroups<I>& g, const KfTensor& out, I e,
+__device__ __forceinline__ void kf_read(const T* x, int mode, const KfGroups<I>& g, I e,
                                         float (&v)[V]) {
-  if (mode == KF_FLAT) {
-    if (V > 1) {
-      kf_load<V>(x + e, v);
-    } else {
-      v[0] = kf_to_float(x[e]);
-    }
-  } else if (V > 1 && mode == KF_CONST) {
-    const float c = kf_to_float(x[kf_broadcast_offset<I>(g, t, out, e)]);
+  const I offset = mode == KF_FLAT ? e : kf_group_offset<I>(g, e);
+  if (V > 1 && mode == KF_CONST) {
+    const float c = kf_to_float(x[offset]);
 #pragma unroll
     for (int i = 0; i < V; ++i) v[i] = c;
   } else if (V > 1) {
-    kf_load<V>(x + kf_broadcast_offset<I>(g, t, out, e), v);
+    kf_load<V>(x + offset, v);
   } else {
-    v[0] = kf_to_float(x[kf_broadcast_offset<I>(g, t, out, e)]);
+    v[0] = kf_to_float(x[offset]);
   }
 }
 
@@ -117,11 +90,16 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   const T1* x1 = reinterpret_cast<const T1*>(args.inputs[1].data);
 #endif
   TO* y = reinterpret_cast<TO*>(out.data);
-  // Flat inputs never look at their groups.
-  const KfGroups<I> g0 = mode0 == KF_FLAT ? KfGroups<I>{0} : kf_groups<I>(args.inputs[0], out);
+  // The inputs' broadcast groups, the same for every thread: built once per block, read from
+  // shared memory by a short loop (compact code, no registers held).
+  __shared__ KfGroups<I> groups[KF_NIN];
+  if (threadIdx.x == 0) {
+    kf_groups<I>(args.inputs[0], out, groups[0]);
 #if KF_NIN == 2
-  const KfGroups<I> g1 = mode1 == KF_FLAT ? KfGroups<I>{0} : kf_groups<I>(args.inputs[1], out);
+    kf_groups<I>(args.inputs[1], out, groups[1]);
 #endif
+  }
+  __syncthreads();
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float a[KF_ILP][V];
@@ -130,9 +108,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        kf_read<V, I>(x0, mode0, args.inputs[0], g0, out, k * V, a[j]);
+        kf_read<V, I>(x0, mode0, groups[0], k * V, a[j]);
 #if KF_NIN == 2
-        kf_read<V, I>(x1, mode1, args.inputs[1], g1, out, k * V, b[j]);
+        kf_read<V, I>(x1, mode1, groups[1], k * V, b[j]);
 #endif
       }
     }
@@ -151,9 +129,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   if (V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float a[1], b[1] = {0.f};
-      kf_read<1, I>(x0, mode0, args.inputs[0], g0, out, e, a);
+      kf_read<1, I>(x0, mode0, groups[0], e, a);
 #if KF_NIN == 2
-      kf_read<1, I>(x1, mode1, args.inputs[1], g1, out, e, b);
+      kf_read<1, I>(x1, mode1, groups[1], e, b);
 #endif
       y[e] = kf_from_float<TO>(kf_op(a[0], b[0]));
     }
@@ -361,16 +339,16 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
 }
 
 // Integer ops per vector for the broadcast inputs' offsets: a modulo and a division by a
-// runtime size (~16 ops together) per merged group of each broadcast input, or a per-dim
-// walk when the input has more groups than the kernel keeps.
+// runtime size (~16 ops together) per merged group of each broadcast input.
 double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
   if (!p.broadcast) return 0;
   const KfTensor out = SignatureTensor(args.output(0));
   double ops = 0;
   for (int i = 0; i < p.num_inputs; ++i) {
     if (p.in_sizes[i] == p.out_sizes) continue;
-    const int groups = kf_groups<kf_i64>(SignatureTensor(args.input(i)), out).n;
-    ops += 16.0 * (groups >= 0 ? groups : out.ndim);
+    KfGroups<kf_i64> groups;
+    kf_groups<kf_i64>(SignatureTensor(args.input(i)), out, groups);
+    ops += 16.0 * groups.n;
   }
   return ops;
 }
