@@ -986,11 +986,12 @@ class RowKernelGenerator : public KernelGenerator {
       c.SetInt("rows_per_block", rt >= 128 ? 1 : 4);
       c.SetInt("vec", std::min(max_vec, 8));
       if (HasAlgoChoice(p_.op)) c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
+      const int split = rt == 1024 ? 8 : 1;
       if (!per_row_) {
         c.Set("cache", "regs");
-        c.Set("reg_cache", "32");
+        c.SetInt("reg_cache", RegCacheFor(rt, split));
       }
-      c.SetInt("split", rt == 1024 ? 8 : 1);
+      c.SetInt("split", split);
       c.Set("split_mode", rt == 1024 ? "cluster" : "scratch");
       c.Set("unroll", "2");
       if (UsesExp(p_.op)) c.Set("fast_math", "0");
@@ -1003,6 +1004,17 @@ class RowKernelGenerator : public KernelGenerator {
       }
     }
     return seeds;
+  }
+
+  // The smallest register cache that holds a thread's share of a row chunk (the largest when
+  // none does: the row is then read twice).
+  int RegCacheFor(int row_threads, int split) const {
+    const int64_t share = (std::max<int64_t>(1, p_.cols) + int64_t{row_threads} * split - 1) /
+                          (int64_t{row_threads} * split);
+    for (int cap : {8, 16, 32}) {
+      if (share <= cap) return cap;
+    }
+    return 64;
   }
 
   // Norm starting points for the captured shape: a row of up to ~16k elements whole in the
