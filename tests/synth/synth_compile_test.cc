@@ -25,6 +25,39 @@ struct Job {
   v1::Candidate candidate;
 };
 
+v1::Candidate CandidateOf(const GeneratedKernel& kernel) {
+  v1::Candidate candidate;
+  candidate.set_source(kernel.source);
+  candidate.set_launch_plan_json(kernel.launch_plan_json);
+  candidate.set_id(Sha256Hex(kernel.source + kernel.launch_plan_json));
+  return candidate;
+}
+
+// The sample `name` in `dtype` with `config` (a config string), compiled for sm_90; a test
+// failure and an empty result when the sample or the config is not usable.
+v1::CompileResult CompileSampleConfig(Compiler& compiler, const std::string& name,
+                                      v1::DType dtype, const std::string& config) {
+  for (const testing::SampleTarget& s : testing::SampleTargets(dtype)) {
+    if (s.name != name) continue;
+    auto generator = testing::BindForTest(s.target);
+    absl::StatusOr<Config> c = generator->Space().Parse(config);
+    if (!c.ok() || !generator->Check(*c).empty()) {
+      ADD_FAILURE() << name << " " << config << ": not a valid config";
+      return {};
+    }
+    auto kernel = generator->Generate(*c);
+    if (!kernel.ok()) {
+      ADD_FAILURE() << kernel.status();
+      return {};
+    }
+    v1::CompileOptions options;
+    options.set_arch("sm_90");
+    return compiler.Compile(CandidateOf(*kernel), options);
+  }
+  ADD_FAILURE() << "no sample target " << name;
+  return {};
+}
+
 class SynthCompileTest
     : public ::testing::TestWithParam<std::tuple<std::string, v1::DType>> {
  protected:
@@ -65,9 +98,7 @@ TEST_P(SynthCompileTest, SampledConfigsCompileForSm90) {
       ASSERT_TRUE(kernel.ok()) << kernel.status();
       Job job;
       job.label = absl::StrCat(samples[i].name, " ", config.ToString());
-      job.candidate.set_source(kernel->source);
-      job.candidate.set_launch_plan_json(kernel->launch_plan_json);
-      job.candidate.set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
+      job.candidate = CandidateOf(*kernel);
       jobs.push_back(std::move(job));
     }
   }
@@ -105,27 +136,14 @@ TEST_P(SynthCompileTest, SampledConfigsCompileForSm90) {
 TEST_F(SynthCompileTest, WideVectorsOfAWideningOutputCompile) {
   ASSERT_NE(compiler_, nullptr);
   for (v1::DType dtype : {v1::FLOAT16, v1::BFLOAT16}) {
-    for (const testing::SampleTarget& s : testing::SampleTargets(dtype)) {
-      if (s.name != "softmax_into_float32") continue;
-      auto generator = testing::BindForTest(s.target);
-      ASSERT_NE(generator, nullptr);
-      for (const char* cache : {"none", "regs", "smem"}) {
-        Config c = *generator->Space().Parse(absl::StrCat(
-            "row_threads=128;rows_per_block=1;vec=8;algo=online;cache=", cache,
-            ";reg_cache=16;split=1;split_mode=scratch;unroll=2;fast_math=0;grid=oneshot"));
-        ASSERT_EQ(generator->Check(c), "") << c.ToString();
-        auto kernel = generator->Generate(c);
-        ASSERT_TRUE(kernel.ok()) << kernel.status();
-        v1::Candidate candidate;
-        candidate.set_source(kernel->source);
-        candidate.set_launch_plan_json(kernel->launch_plan_json);
-        candidate.set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
-        v1::CompileOptions options;
-        options.set_arch("sm_90");
-        v1::CompileResult result = compiler_->Compile(candidate, options);
-        EXPECT_EQ(result.status(), v1::COMPILE_OK)
-            << v1::DType_Name(dtype) << " " << c.ToString() << "\n" << result.log().substr(0, 4000);
-      }
+    for (const char* cache : {"none", "regs", "smem"}) {
+      const std::string config = absl::StrCat(
+          "row_threads=128;rows_per_block=1;vec=8;algo=online;cache=", cache,
+          ";reg_cache=16;split=1;split_mode=scratch;unroll=2;fast_math=0;grid=oneshot");
+      v1::CompileResult result =
+          CompileSampleConfig(*compiler_, "softmax_into_float32", dtype, config);
+      EXPECT_EQ(result.status(), v1::COMPILE_OK)
+          << v1::DType_Name(dtype) << " " << config << "\n" << result.log().substr(0, 4000);
     }
   }
 }
@@ -134,33 +152,19 @@ TEST_F(SynthCompileTest, WideVectorsOfAWideningOutputCompile) {
 // loads before its stores (a load after a store would wait for it, one vector in flight).
 TEST_F(SynthCompileTest, OutputPassLoadsBeforeItStores) {
   ASSERT_NE(compiler_, nullptr);
-  for (const testing::SampleTarget& s : testing::SampleTargets(v1::FLOAT32)) {
-    if (s.name != "group_norm_affine") continue;
-    auto generator = testing::BindForTest(s.target);
-    ASSERT_NE(generator, nullptr);
-    Config c = *generator->Space().Parse(
-        "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
-        "split_mode=cluster;unroll=4;grid=oneshot");
-    ASSERT_EQ(generator->Check(c), "");
-    auto kernel = generator->Generate(c);
-    ASSERT_TRUE(kernel.ok()) << kernel.status();
-    v1::Candidate candidate;
-    candidate.set_source(kernel->source);
-    candidate.set_launch_plan_json(kernel->launch_plan_json);
-    candidate.set_id(Sha256Hex(kernel->source + kernel->launch_plan_json));
-    v1::CompileOptions options;
-    options.set_arch("sm_90");
-    v1::CompileResult result = compiler_->Compile(candidate, options);
-    ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
-    // The vector loads and stores in PTX order: no load after the first store.
-    std::string order;
-    for (size_t at = 0; (at = result.ptx().find(".global.v4.f32", at)) != std::string::npos; ++at) {
-      order += result.ptx().compare(at - 2, 2, "ld") == 0 ? 'L' : 'S';
-    }
-    ASSERT_NE(order.find('S'), std::string::npos) << order;
-    EXPECT_EQ(order.find('L', order.find('S')), std::string::npos) << order;
-    EXPECT_GE(order.find('S'), 4u + 4u) << "pass 0's 4 loads, then the output pass's 4: " << order;
+  v1::CompileResult result = CompileSampleConfig(
+      *compiler_, "group_norm_affine", v1::FLOAT32,
+      "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+      "split_mode=cluster;unroll=4;grid=oneshot");
+  ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
+  // The vector loads and stores in PTX order: no load after the first store.
+  std::string order;
+  for (size_t at = 0; (at = result.ptx().find(".global.v4.f32", at)) != std::string::npos; ++at) {
+    order += result.ptx().compare(at - 2, 2, "ld") == 0 ? 'L' : 'S';
   }
+  ASSERT_NE(order.find('S'), std::string::npos) << order;
+  EXPECT_EQ(order.find('L', order.find('S')), std::string::npos) << order;
+  EXPECT_GE(order.find('S'), 4u + 4u) << "pass 0's 4 loads, then the output pass's 4: " << order;
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
