@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU round step (tools/gpu-check runs it with OUT_DIR): issue 5's benchmark (b) — on three
 # anchor targets of ../shared/GPU.md (adaptive_avg_pool2d 32×2048×7×7, group_norm
-# 1×512×128×128 and softmax 8×262144, all fp32; rows whose evaluations take well under a second,
-# so that 50 of them per method and seed fit one call), the best speedup over eager after 10, 25 and 50
+# 1×512×128×128 and softmax 8×262144, all fp32: inputs of 13, 32 and 16 MiB, whose evaluations
+# took 0.31 s and 0.94 s for the first two on 2026-11-30, so that 50 per method and seed fit one
+# call), the best speedup over eager after 10, 25 and 50
 # evaluations by the MCTS (SearchDriver + synthesizer proposer) beside uniform random sampling
 # of the same synthesizer space, every evaluation the worker's full validation + timing.
 # Writes the table to $OUT_DIR/search-bench.md (rewritten as results come in, so a cut-short
