@@ -97,6 +97,23 @@ TEST(BroadcastGroups, AlternatingDimsMakeAGroupEach) {
   ExpectOffsetsMatch<int>(in, out);
 }
 
+TEST(BroadcastGroups, MultiplyShiftDivisionIsExactFor31BitIndices) {
+  std::mt19937_64 rng(11);
+  std::vector<long long> divisors = {1, 2, 3, 5, 7, 49, 768, 2048, 1000003, 4194304,
+                                     (1ll << 30) + 1, (1ll << 31) - 1};
+  for (int i = 0; i < 200; ++i) divisors.push_back(1 + static_cast<long long>(rng() % ((1ull << 31) - 1)));
+  for (long long d : divisors) {
+    KfGroups<int> g{};
+    kf_set_group<int>(g, 0, static_cast<int>(d), 1);
+    std::vector<long long> numerators = {0, 1, d - 1, d, d + 1, 2 * d - 1, (1ll << 31) - 1};
+    for (int i = 0; i < 2000; ++i) numerators.push_back(static_cast<long long>(rng() % (1ull << 31)));
+    for (long long e : numerators) {
+      if (e < 0 || e >= (1ll << 31)) continue;
+      ASSERT_EQ(kf_group_div<int>(g, 0, static_cast<int>(e)), e / d) << e << " / " << d;
+    }
+  }
+}
+
 TEST(BroadcastGroups, RandomPatternsAndLayoutsMatchThePerDimWalk) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 400; ++trial) {

@@ -338,8 +338,8 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   return t;
 }
 
-// Integer ops per vector for the broadcast inputs' offsets: a modulo and a division by a
-// runtime size (~16 ops together) per merged group of each broadcast input.
+// Integer ops per vector for the broadcast inputs' offsets: a multiply-shift division, a
+// multiply-subtract and shared-memory reads (~8 ops) per merged group of each broadcast input.
 double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
   if (!p.broadcast) return 0;
   const KfTensor out = SignatureTensor(args.output(0));
@@ -348,7 +348,7 @@ double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
     if (p.in_sizes[i] == p.out_sizes) continue;
     KfGroups<kf_i64> groups;
     kf_groups<kf_i64>(SignatureTensor(args.input(i)), out, groups);
-    ops += 16.0 * groups.n;
+    ops += 8.0 * groups.n;
   }
   return ops;
 }

@@ -12,7 +12,44 @@ struct KfGroups {
   int n;  // groups up to the outermost one the input reads (at most one group per dim)
   I size[KF_MAX_DIMS];
   I stride[KF_MAX_DIMS];
+  // 32-bit indices divide by size[k] as (umulhi(e, magic[k]) + e) >> shift[k]: exact for
+  // e, size < 2^31, and a few instructions instead of a ~20-instruction integer division.
+  unsigned magic[KF_MAX_DIMS];
+  unsigned shift[KF_MAX_DIMS];
 };
+
+KF_HD unsigned kf_umulhi(unsigned a, unsigned b) {
+#ifdef __CUDA_ARCH__
+  return __umulhi(a, b);
+#else
+  return (unsigned)(((unsigned long long)a * b) >> 32);
+#endif
+}
+
+// The multiply-shift divisor of d in [1, 2^31): shift = ceil(log2 d).
+KF_HD void kf_divisor(unsigned long long d, unsigned& magic, unsigned& shift) {
+  shift = 0;
+  while ((1ull << shift) < d) ++shift;
+  magic = (unsigned)((((1ull << shift) - d) << 32) / d + 1);
+}
+
+template <typename I>
+KF_HD void kf_set_group(KfGroups<I>& g, int k, I size, I stride) {
+  g.size[k] = size;
+  g.stride[k] = stride;
+  g.magic[k] = 0;
+  g.shift[k] = 0;
+  if (sizeof(I) == 4) kf_divisor((unsigned long long)size, g.magic[k], g.shift[k]);
+}
+
+// e / g.size[k].
+template <typename I>
+KF_HD I kf_group_div(const KfGroups<I>& g, int k, I e) {
+  if (sizeof(I) == 4) {
+    return (I)((kf_umulhi((unsigned)e, g.magic[k]) + (unsigned)e) >> g.shift[k]);
+  }
+  return e / g.size[k];
+}
 
 // The groups of input `t` read along output `out` (dims aligned from the right; a size-1 dim
 // of `t` repeats), innermost first, into `g`.
@@ -32,8 +69,7 @@ KF_HD void kf_groups(const KfTensor& t, const KfTensor& out, KfGroups<I>& g) {
         size *= s;
         continue;
       }
-      g.size[count] = size;
-      g.stride[count] = stride;
+      kf_set_group(g, count, size, stride);
       if (stride != 0) g.n = count + 1;
       ++count;
     }
@@ -41,8 +77,7 @@ KF_HD void kf_groups(const KfTensor& t, const KfTensor& out, KfGroups<I>& g) {
     stride = st;
   }
   if (size > 1) {
-    g.size[count] = size;
-    g.stride[count] = stride;
+    kf_set_group(g, count, size, stride);
     if (stride != 0) g.n = count + 1;
   }
 }
@@ -56,8 +91,9 @@ KF_HD I kf_group_offset(const KfGroups<I>& g, I e) {
 #pragma unroll 1
 #endif
   for (int k = 0; k < g.n; ++k) {
-    offset += (e % g.size[k]) * g.stride[k];
-    if (k + 1 < g.n) e /= g.size[k];
+    const I q = kf_group_div(g, k, e);
+    offset += (e - q * g.size[k]) * g.stride[k];
+    e = q;
   }
   return offset;
 }
