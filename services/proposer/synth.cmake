@@ -1,14 +1,17 @@
 # kforge_synth: the built-in kernel synthesizer (families, parameter spaces, cost-model prior,
 # source + launch-plan generation). No LibTorch: the proposer never links it.
 # Device code that the host compiles too is kept in .cuh files and embedded as text.
-set(_kforge_synth_broadcast_groups ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh)
-file(READ ${_kforge_synth_broadcast_groups} KFORGE_EMBED_BROADCAST_GROUPS)
-configure_file(${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups_source.cc.in
-               ${CMAKE_CURRENT_BINARY_DIR}/synth/broadcast_groups_source.cc @ONLY)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_kforge_synth_broadcast_groups})
+set(_kforge_synth_device_code
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh)
+file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh KFORGE_EMBED_FAST_DIVIDE)
+file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh KFORGE_EMBED_BROADCAST_GROUPS)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/synth/device/device_code.cc.in
+               ${CMAKE_CURRENT_BINARY_DIR}/synth/device_code.cc @ONLY)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_kforge_synth_device_code})
 
 add_library(kforge_synth STATIC
-  ${CMAKE_CURRENT_BINARY_DIR}/synth/broadcast_groups_source.cc
+  ${CMAKE_CURRENT_BINARY_DIR}/synth/device_code.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/batch_norm_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/cost_model.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/elementwise_family.cc

@@ -608,7 +608,7 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
   ASSERT_EQ(gn->Check(s), "");
   auto group = gn->Generate(s);
   ASSERT_TRUE(group.ok()) << group.status();
-  EXPECT_THAT(group->source, HasSubstr("__umulhi(n, ctx.magic)"));
+  EXPECT_THAT(group->source, HasSubstr("kf_divide((unsigned)col, ctx.hw_divisor)"));
   EXPECT_THAT(group->source, HasSubstr("if (ctx.hw % V == 0)"));
   EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw)]")));
   EXPECT_THAT(group->launch_plan_json, HasSubstr("kf_rows_partial"));

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "services/proposer/synth/broadcast_groups.h"
+#include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/target_args.h"
@@ -306,6 +306,7 @@ class ElementwiseGenerator : public KernelGenerator {
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
     src += "#define KF_HD __device__ __forceinline__\n";
+    src += FastDivideSource();
     src += BroadcastGroupsSource();
     src += kEngine;
     PlanSpec plan;

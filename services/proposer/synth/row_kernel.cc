@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/target_args.h"
 
@@ -323,14 +324,10 @@ std::string ContextCode(const RowProblem& p) {
   ctx.c_first = (row %% %d) * cg;
   ctx.hw = cg > 0 ? cols / cg : 1;
   if (ctx.hw == 0) ctx.hw = 1;
-  // col / hw as a multiply-shift (q = (umulhi(col, magic) + col) >> shift, exact for
-  // col, hw < 2^31); wider rows keep the 64-bit division.
+  // col / hw as a multiply-shift (exact for col, hw < 2^31); wider rows keep the 64-bit
+  // division.
   ctx.div32 = cols < (1ll << 31);
-  if (ctx.div32) {
-    const unsigned d = (unsigned)ctx.hw;
-    ctx.shift = 32u - (unsigned)__clz((int)(d - 1u));
-    ctx.magic = (unsigned)(((((unsigned long long)1 << ctx.shift) - d) << 32) / d + 1ull);
-  }
+  if (ctx.div32) ctx.hw_divisor = kf_divisor((unsigned long long)ctx.hw);
 )",
                                            p.groups, p.groups));
   }
@@ -344,8 +341,7 @@ struct KfRowCtx {
   const TB* bias;
   kf_i64 c_first;
   kf_i64 hw;
-  unsigned magic;
-  unsigned shift;
+  KfDivisor hw_divisor;
   bool div32;
 };
 __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, kf_i64 row,
@@ -358,17 +354,13 @@ __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, k
   ctx.bias = nullptr;
   ctx.c_first = 0;
   ctx.hw = 1;
-  ctx.magic = 1u;
-  ctx.shift = 0u;
+  ctx.hw_divisor = kf_divisor(1);
   ctx.div32 = false;
 )",
                       init, "}\n", p.op != RowOp::kGroupNorm ? "" : R"(
 // The channel offset of column `col` within the group's row.
 __device__ __forceinline__ kf_i64 kf_channel(kf_i64 col, const KfRowCtx& ctx) {
-  if (ctx.div32) {
-    const unsigned n = (unsigned)col;
-    return (kf_i64)((__umulhi(n, ctx.magic) + n) >> ctx.shift);
-  }
+  if (ctx.div32) return (kf_i64)kf_divide((unsigned)col, ctx.hw_divisor);
   return col / ctx.hw;
 }
 )");
@@ -1105,6 +1097,8 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0, "\n");
     src += GeometryCode(p_);
+    src += "#define KF_HD __device__ __forceinline__\n";
+    src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
     src += OpCode(p_, two_pass);
     src += kRowEngine;

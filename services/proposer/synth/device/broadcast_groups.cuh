@@ -4,50 +4,28 @@
 // (4194304, stride 1): one modulo per vector instead of a division and a modulo per dim.
 //
 // Plain C++ marked KF_HD: the elementwise kernels embed this text (synth.cmake), and the host
-// compiles it (broadcast_groups.h) for the cost model and a unit test against a per-dim
-// reference, so the kernels run tested code. Needs KfTensor and kf_i64.
+// compiles it (device_code.h) for the cost model and a unit test against a per-dim
+// reference, so the kernels run tested code. Needs KfTensor, kf_i64 and fast_divide.cuh.
 
 template <typename I>
 struct KfGroups {
   int n;  // groups up to the outermost one the input reads (at most one group per dim)
   I size[KF_MAX_DIMS];
   I stride[KF_MAX_DIMS];
-  // 32-bit indices divide by size[k] as (umulhi(e, magic[k]) + e) >> shift[k]: exact for
-  // e, size < 2^31, and a few instructions instead of a ~20-instruction integer division.
-  unsigned magic[KF_MAX_DIMS];
-  unsigned shift[KF_MAX_DIMS];
+  KfDivisor divisor[KF_MAX_DIMS];  // size[k] as a multiply-shift, for 32-bit indices
 };
-
-KF_HD unsigned kf_umulhi(unsigned a, unsigned b) {
-#ifdef __CUDA_ARCH__
-  return __umulhi(a, b);
-#else
-  return (unsigned)(((unsigned long long)a * b) >> 32);
-#endif
-}
-
-// The multiply-shift divisor of d in [1, 2^31): shift = ceil(log2 d).
-KF_HD void kf_divisor(unsigned long long d, unsigned& magic, unsigned& shift) {
-  shift = 0;
-  while ((1ull << shift) < d) ++shift;
-  magic = (unsigned)((((1ull << shift) - d) << 32) / d + 1);
-}
 
 template <typename I>
 KF_HD void kf_set_group(KfGroups<I>& g, int k, I size, I stride) {
   g.size[k] = size;
   g.stride[k] = stride;
-  g.magic[k] = 0;
-  g.shift[k] = 0;
-  if (sizeof(I) == 4) kf_divisor((unsigned long long)size, g.magic[k], g.shift[k]);
+  g.divisor[k] = kf_divisor(sizeof(I) == 4 ? (unsigned long long)size : 1ull);
 }
 
 // e / g.size[k].
 template <typename I>
 KF_HD I kf_group_div(const KfGroups<I>& g, int k, I e) {
-  if (sizeof(I) == 4) {
-    return (I)((kf_umulhi((unsigned)e, g.magic[k]) + (unsigned)e) >> g.shift[k]);
-  }
+  if (sizeof(I) == 4) return (I)kf_divide((unsigned)e, g.divisor[k]);
   return e / g.size[k];
 }
 

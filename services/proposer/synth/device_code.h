@@ -1,0 +1,23 @@
+// Device code of the synthesized kernels that the host compiles too (device/*.cuh): the same
+// text is embedded in kernel sources, and compiled here for the cost model and unit tests, so
+// kernels run host-tested code.
+#pragma once
+
+#include <string_view>
+
+#include "common/kforge_device.h"
+
+namespace kforge::synth {
+
+typedef long long kf_i64;
+#define KF_HD inline
+#include "services/proposer/synth/device/fast_divide.cuh"
+#include "services/proposer/synth/device/broadcast_groups.cuh"
+#undef KF_HD
+
+// The .cuh texts, to embed in kernel sources after `#define KF_HD __device__ __forceinline__`
+// (broadcast groups need the fast division before them).
+std::string_view FastDivideSource();
+std::string_view BroadcastGroupsSource();
+
+}  // namespace kforge::synth
