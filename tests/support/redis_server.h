@@ -14,7 +14,7 @@ namespace kforge {
 
 // Starts on construction (check status()); the destructor kills it. Stop() and Start()
 // restart it on the same port, to test reconnects. No persistence, 256 MB allkeys-lru,
-// like the deployed cache.
+// like the deployed cache. The server also dies with the thread that started it.
 class RedisServerProcess {
  public:
   RedisServerProcess();
