@@ -94,10 +94,11 @@ __device__ __forceinline__ void kf_for_each(kf_i64 c0, kf_i64 c1, int lane, bool
   }
 }
 
-// kf_for_each for a pass that stores: each vector is read through `read` first, and outside
-// the register cache all KF_UNROLL reads of a step are issued before any of its stores. The
-// compiler may not move a load above a store through a pointer that could alias it, so a
-// read-store loop keeps one vector in flight per thread: a memory-latency-bound output pass.
+// kf_for_each for the passes that read back what pass 0 read: each vector is read through
+// `read` first, and outside the register cache all KF_UNROLL reads of a step are issued
+// before `f` sees any. The compiler may not move a load above a store through a pointer that
+// could alias it, so an output pass that stored as it read would keep one vector in flight
+// per thread: memory-latency bound.
 template <int V, typename R, typename F>
 __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane, bool slots,
                                                  R&& read, F&& f) {
@@ -209,11 +210,8 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   kf_finish<0>(s, ctx);
 #if KF_PASSES == 2
   KfStat t = kf_identity<1>();
-  kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
-    float v[V];
-    read(c, k, v);
-    kf_add<1, V>(t, v, c, ctx);
-  });
+  kf_for_each_read<V>(c0, e1, lane, use_regs, read,
+                      [&](kf_i64 c, const float (&v)[V]) { kf_add<1, V>(t, v, c, ctx); });
   t = kf_reduce_row<1>(t, lane, rib, red);
 #if KF_CLUSTER
   t = kf_reduce_cluster<1>(t, lane, rib, part);

@@ -21,8 +21,11 @@ KF_HD unsigned kf_umulhi(unsigned a, unsigned b) {
 // The divisor d, 1 <= d < 2^31: shift = ceil(log2 d), magic = 2^32 (2^shift - d) / d + 1.
 KF_HD KfDivisor kf_divisor(unsigned long long d) {
   KfDivisor div;
-  div.shift = 0;
-  while ((1ull << div.shift) < d) ++div.shift;
+#ifdef __CUDA_ARCH__
+  div.shift = d > 1 ? 64u - (unsigned)__clzll((long long)(d - 1)) : 0u;
+#else
+  div.shift = d > 1 ? 64u - (unsigned)__builtin_clzll(d - 1) : 0u;
+#endif
   div.magic = (unsigned)((((1ull << div.shift) - d) << 32) / d + 1);
   return div;
 }
