@@ -14,8 +14,10 @@
 
 namespace kforge::bench {
 
-bool Shard::Contains(size_t position) const {
-  uint64_t z = static_cast<uint64_t>(position) + 0x9E3779B97F4A7C15ULL;  // splitmix64
+bool Shard::Contains(std::string_view config) const {
+  uint64_t z = 0xCBF29CE484222325ULL;  // FNV-1a: stable across processes, unlike absl::Hash
+  for (unsigned char c : config) z = (z ^ c) * 0x100000001B3ULL;
+  z += 0x9E3779B97F4A7C15ULL;  // then a splitmix64 finalizer to mix the low bits
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   z ^= z >> 31;

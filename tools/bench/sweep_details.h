@@ -17,10 +17,12 @@ namespace kforge::bench {
 struct Shard {
   int index = 0;
   int count = 1;
-  // Whether the config at `position` of a row's sweep order belongs to this shard. Not
-  // position % count: the order alternates the prior's best (compiling ~4x slower) with
-  // random configs, so with two shards one would get all of the slow half.
-  bool Contains(size_t position) const;
+  // Whether the config whose text (Config::ToString) is `config` belongs to this shard: a
+  // hash of the text, not of its position in the sweep order, because that order follows
+  // the prior, which reads the GPU's bandwidth as measured by each process — two shard runs
+  // may order a row differently. A hash also deals the prior's best configs (compiling ~4x
+  // slower) evenly over the shards.
+  bool Contains(std::string_view config) const;
 };
 
 // "i/n" with 0 <= i < n; InvalidArgument naming the flag and the expected form otherwise.
