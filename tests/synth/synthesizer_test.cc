@@ -401,6 +401,13 @@ TEST(SynthesizerTest, NeighbourMovesStayInTheSpaceForEverySampledConfig) {
 
 using testing::ValidSample;
 
+std::string WithoutCapturedShape(std::string source) {
+  const size_t begin = source.find("// captured shape: begin");
+  const size_t end = source.find("// captured shape: end");
+  if (begin != std::string::npos && end != std::string::npos) source.erase(begin, end - begin);
+  return source;
+}
+
 TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
   for (v1::DType dtype : FloatDTypes()) {
     const auto samples = SampleTargets(dtype, 0);
@@ -418,10 +425,11 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
         SCOPED_TRACE(absl::StrCat(samples[s].name, " ", v1::DType_Name(dtype), " ", config.ToString()));
         auto kernel = generator->Generate(config);
         ASSERT_TRUE(kernel.ok()) << kernel.status();
-        // Sizes come from the ABI at run time: the held-out shape gets the same source.
+        // Sizes come from the ABI at run time: the held-out shape gets the same source, but
+        // for the span where a broadcast kernel bakes its captured shape for a fast path.
         auto other_kernel = other->Generate(config);
         if (other_kernel.ok()) {
-          EXPECT_EQ(kernel->source, other_kernel->source);
+          EXPECT_EQ(WithoutCapturedShape(kernel->source), WithoutCapturedShape(other_kernel->source));
           EXPECT_EQ(kernel->launch_plan_json, other_kernel->launch_plan_json);
         }
         auto plan = LaunchPlan::Parse(kernel->launch_plan_json);
@@ -485,6 +493,28 @@ TEST(SynthesizerTest, WideningOutputKeepsSixteenByteLoads) {
   EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"alignment_bytes\": 32"));
   auto same_type = Bind(Sample(SampleTargets(v1::FLOAT32), "softmax_into_float32").target);
   EXPECT_THAT(same_type->Check(*same_type->Space().Parse(config)), HasSubstr("vec 8"));
+}
+
+// A broadcast kernel carries the captured shapes: the mask of [2,8,256,256] + [2,1,256,256]
+// reads as groups (65536, stride 1), (8, broadcast), (2, stride 65536), divided by constants
+// on the path a call of exactly those shapes and strides takes.
+TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
+  auto generator = Bind(Sample(SampleTargets(v1::FLOAT32), "add_attention_mask").target);
+  auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot");
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto kernel = generator->Generate(*config);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("args.inputs[1].ndim == 4 && args.inputs[1].sizes[0] == 2 "
+                                        "&& args.inputs[1].strides[0] == 65536 && "
+                                        "args.inputs[1].sizes[1] == 1"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_const_div<I, 65536ull>(e); offset += (e - q * (I)65536) * (I)1;"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_const_div<I, 2ull>(e); offset += (e - q * (I)2) * (I)65536;"));
+  // Same-shape operands need no groups: nothing is baked, every call takes the flat path.
+  EXPECT_NE(WithoutCapturedShape(kernel->source), kernel->source);
+  auto flat = Bind(Sample(SampleTargets(v1::FLOAT32), "add_alpha").target);
+  auto flat_kernel = flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot"));
+  ASSERT_TRUE(flat_kernel.ok()) << flat_kernel.status();
+  EXPECT_THAT(flat_kernel->source, HasSubstr("kf_is_captured(const KfArgs&) { return false; }"));
 }
 
 TEST(SynthesizerTest, ExplainReportsThePriorOfAConfig) {

@@ -29,9 +29,15 @@ struct ElementwiseProblem {
   int64_t numel = 0;
   std::vector<int64_t> out_sizes;     // captured, for the checks and the prior only
   std::vector<int64_t> in_sizes[2];
+  KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
+  KfTensor out_tensor = {};
   double in_numel[2] = {0, 0};
   std::string name;
 };
+
+// The one shape-specific span of a broadcast kernel's source (CapturedShapeSource).
+constexpr char kCapturedBegin[] = "// captured shape: begin";
+constexpr char kCapturedEnd[] = "// captured shape: end";
 
 constexpr char kEngine[] = R"(
 // How an input is read along a vector of V consecutive output elements.
@@ -64,10 +70,14 @@ __device__ __forceinline__ int kf_mode(const KfTensor& t, const KfTensor& out, i
   return KF_RUN;
 }
 
-template <int V, typename I, typename T>
+// Input INPUT's offset of output element e: from the captured call's groups, baked in
+// (CAPTURED, kf_captured_offset), or from the groups the block built.
+template <int V, typename I, int INPUT, bool CAPTURED, typename T>
 __device__ __forceinline__ void kf_read(const T* x, int mode, const KfGroups<I>& g, I e,
                                         float (&v)[V]) {
-  const I offset = mode == KF_FLAT ? e : kf_group_offset<I>(g, e);
+  const I offset = mode == KF_FLAT ? e
+                   : CAPTURED      ? kf_captured_offset<INPUT, I>(e)
+                                   : kf_group_offset<I>(g, e);
   if (V > 1 && mode == KF_CONST) {
     const float c = kf_to_float(x[offset]);
 #pragma unroll
@@ -80,7 +90,7 @@ __device__ __forceinline__ void kf_read(const T* x, int mode, const KfGroups<I>&
 }
 
 // Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
-template <int V, typename I>
+template <int V, typename I, bool CAPTURED>
 __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
   const KfTensor& out = args.outputs[0];
   const I n = (I)out.numel;
@@ -93,13 +103,15 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   // The inputs' broadcast groups, the same for every thread: built once per block, read from
   // shared memory by a short loop (compact code, no registers held).
   __shared__ KfGroups<I> groups[KF_NIN];
-  if (threadIdx.x == 0) {
-    kf_groups<I>(args.inputs[0], out, groups[0]);
+  if (!CAPTURED) {
+    if (threadIdx.x == 0) {
+      kf_groups<I>(args.inputs[0], out, groups[0]);
 #if KF_NIN == 2
-    kf_groups<I>(args.inputs[1], out, groups[1]);
+      kf_groups<I>(args.inputs[1], out, groups[1]);
 #endif
+    }
+    __syncthreads();
   }
-  __syncthreads();
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float a[KF_ILP][V];
@@ -108,9 +120,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        kf_read<V, I>(x0, mode0, groups[0], k * V, a[j]);
+        kf_read<V, I, 0, CAPTURED>(x0, mode0, groups[0], k * V, a[j]);
 #if KF_NIN == 2
-        kf_read<V, I>(x1, mode1, groups[1], k * V, b[j]);
+        kf_read<V, I, 1, CAPTURED>(x1, mode1, groups[1], k * V, b[j]);
 #endif
       }
     }
@@ -129,9 +141,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   if (V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float a[1], b[1] = {0.f};
-      kf_read<1, I>(x0, mode0, groups[0], e, a);
+      kf_read<1, I, 0, CAPTURED>(x0, mode0, groups[0], e, a);
 #if KF_NIN == 2
-      kf_read<1, I>(x1, mode1, groups[1], e, b);
+      kf_read<1, I, 1, CAPTURED>(x1, mode1, groups[1], e, b);
 #endif
       y[e] = kf_from_float<TO>(kf_op(a[0], b[0]));
     }
@@ -153,11 +165,13 @@ __device__ __forceinline__ void kf_dispatch(const KfArgs& args) {
 #if KF_NIN == 2
   vec_ok = vec_ok && kf_aligned(args.inputs[1].data, KF_VEC * (int)sizeof(T1));
 #endif
-  if (vec_ok) {
-    kf_run<KF_VEC, I>(args, mode0, mode1);
+  if (vec_ok && sizeof(I) == 4 && kf_is_captured(args)) {
+    kf_run<KF_VEC, I, true>(args, mode0, mode1);
+  } else if (vec_ok) {
+    kf_run<KF_VEC, I, false>(args, mode0, mode1);
   } else {
     // Element by element, a scalar mode per input.
-    kf_run<1, I>(args, kf_flat(args.inputs[0], out) ? KF_FLAT : KF_SCALAR_ONLY,
+    kf_run<1, I, false>(args, kf_flat(args.inputs[0], out) ? KF_FLAT : KF_SCALAR_ONLY,
 #if KF_NIN == 2
                  kf_flat(args.inputs[1], out) ? KF_FLAT : KF_SCALAR_ONLY
 #else
@@ -225,6 +239,54 @@ class ElementwiseGenerator : public KernelGenerator {
 
   const ParamSpace& Space() const override { return space_; }
   Config Canonicalize(const Config& c) const override { return c; }
+
+  // The captured call's shapes baked into the kernel: kf_is_captured(args) says whether a call
+  // has them (every call, under the exact-shape guard a broadcast kernel is exported with), and
+  // kf_captured_offset<INPUT, I>(e) is then the broadcast input's offset with its groups'
+  // sizes as constants (divisions become shifts or multiply-shifts) and no block has to build
+  // groups in shared memory behind a barrier first. Other shapes take the generic path.
+  std::string CapturedShapeSource() const {
+    std::string src = R"(
+// e / D for a divisor known when the kernel is generated: a shift or a multiply-shift.
+template <typename I, unsigned long long D>
+__device__ __forceinline__ I kf_const_div(I e) {
+  return sizeof(I) == 4 ? (I)((unsigned)e / (unsigned)D) : (I)((unsigned long long)e / D);
+}
+)";
+    if (!p_.broadcast || p_.numel >= 0x7fffffffll) {
+      return src + R"(__device__ __forceinline__ bool kf_is_captured(const KfArgs&) { return false; }
+template <int INPUT, typename I>
+__device__ __forceinline__ I kf_captured_offset(I e) { return e; }
+)";
+    }
+    std::string test = "true";
+    auto same = [&](const std::string& name, const KfTensor& t) {
+      absl::StrAppend(&test, "\n      && ", name, ".ndim == ", t.ndim);
+      for (int d = 0; d < t.ndim; ++d) {
+        absl::StrAppend(&test, " && ", name, ".sizes[", d, "] == ", t.sizes[d], " && ", name,
+                        ".strides[", d, "] == ", t.strides[d]);
+      }
+    };
+    for (int i = 0; i < p_.num_inputs; ++i) same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
+    same("args.outputs[0]", p_.out_tensor);
+    absl::StrAppend(&src, kCapturedBegin, "\n__device__ __forceinline__ bool kf_is_captured(const KfArgs& args) {\n  return ",
+                    test, ";\n}\n");
+    src += "template <int INPUT, typename I>\n"
+           "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      KfGroups<kf_i64> g;
+      kf_groups<kf_i64>(p_.in_tensor[i], p_.out_tensor, g);
+      absl::StrAppend(&src, "  if (INPUT == ", i, ") {\n");
+      for (int k = 0; k < g.n; ++k) {
+        absl::StrAppend(&src, "    { const I q = kf_const_div<I, ", g.size[k],
+                        "ull>(e); offset += (e - q * (I)", g.size[k], ") * (I)", g.stride[k],
+                        "; e = q; }\n");
+      }
+      src += "  }\n";
+    }
+    absl::StrAppend(&src, "  return offset;\n}\n", kCapturedEnd, "\n");
+    return src;
+  }
 
   int MaxElementSize() const {
     int size = ElementSize(p_.out_dtype);
@@ -308,6 +370,7 @@ class ElementwiseGenerator : public KernelGenerator {
     src += "#define KF_HD __device__ __forceinline__\n";
     src += FastDivideSource();
     src += BroadcastGroupsSource();
+    src += CapturedShapeSource();
     src += kEngine;
     PlanSpec plan;
     plan.let = {{"N", "out0_numel"},
@@ -339,8 +402,9 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   return t;
 }
 
-// Integer ops per vector for the broadcast inputs' offsets: a multiply-shift division, a
-// multiply-subtract and shared-memory reads (~8 ops) per merged group of each broadcast input.
+// Integer ops per vector for the broadcast inputs' offsets: a division by a constant and a
+// multiply-subtract (~4 ops) per merged group of each broadcast input (the captured shape's
+// path, kf_captured_offset).
 double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
   if (!p.broadcast) return 0;
   const KfTensor out = SignatureTensor(args.output(0));
@@ -349,7 +413,7 @@ double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
     if (p.in_sizes[i] == p.out_sizes) continue;
     KfGroups<kf_i64> groups;
     kf_groups<kf_i64>(SignatureTensor(args.input(i)), out, groups);
-    ops += 8.0 * groups.n;
+    ops += 4.0 * groups.n;
   }
   return ops;
 }
@@ -413,6 +477,7 @@ class ElementwiseFamily : public Family {
     p.out_dtype = out.dtype();
     p.numel = Numel(out);
     p.out_sizes.assign(out.sizes().begin(), out.sizes().end());
+    p.out_tensor = SignatureTensor(out);
     const char* names[2] = {"self", "other"};
     for (int i = 0; i < p.num_inputs; ++i) {
       std::optional<int> index = args.InputIndex(names[i], i);
@@ -439,6 +504,7 @@ class ElementwiseFamily : public Family {
       }
       if (in.sizes_size() != out.sizes_size() || Numel(in) != p.numel) p.broadcast = true;
       p.in_dtype[i] = in.dtype();
+      p.in_tensor[i] = SignatureTensor(in);
       p.in_sizes[i].assign(in.sizes().begin(), in.sizes().end());
       p.in_numel[i] = static_cast<double>(Numel(in));
     }
