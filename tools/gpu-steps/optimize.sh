@@ -16,7 +16,7 @@
 # A model's fourth field names the op of the seed paper's figure for it (OP:K): a second run,
 # optimize-<name>-paper, searches the top K targets of that op alone with
 # KFORGE_GPU_PAPER_ITERATIONS (default: the same iterations; issue 6 compares them with the
-# paper's speedups at 50 iterations or fewer).
+# paper's speedups at 50 iterations or fewer); KFORGE_GPU_PAPER=0 leaves these runs out.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-out/gpu-check}
@@ -43,7 +43,7 @@ for entry in "${MODELS[@]}"; do
   IFS='|' read -r name factory kwargs paper <<<"$entry"
   [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
   jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS")
-  [[ -n $paper ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
+  [[ -n $paper && ${KFORGE_GPU_PAPER:-1} != 0 ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
 for job in "${jobs[@]}"; do
   IFS='|' read -r name factory kwargs selection <<<"$job"
