@@ -429,7 +429,8 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
         // for the span where a broadcast kernel bakes its captured shape for a fast path.
         auto other_kernel = other->Generate(config);
         if (other_kernel.ok()) {
-          EXPECT_EQ(WithoutCapturedShape(kernel->source), WithoutCapturedShape(other_kernel->source));
+          EXPECT_EQ(WithoutCapturedShape(kernel->source),
+                    WithoutCapturedShape(other_kernel->source));
           EXPECT_EQ(kernel->launch_plan_json, other_kernel->launch_plan_json);
         }
         auto plan = LaunchPlan::Parse(kernel->launch_plan_json);
@@ -507,14 +508,17 @@ TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   EXPECT_THAT(kernel->source, HasSubstr("args.inputs[1].ndim == 4 && args.inputs[1].sizes[0] == 2 "
                                         "&& args.inputs[1].strides[0] == 65536 && "
                                         "args.inputs[1].sizes[1] == 1"));
-  EXPECT_THAT(kernel->source, HasSubstr("kf_const_div<I, 65536ull>(e); offset += (e - q * (I)65536) * (I)1;"));
-  EXPECT_THAT(kernel->source, HasSubstr("kf_const_div<I, 2ull>(e); offset += (e - q * (I)2) * (I)65536;"));
+  EXPECT_THAT(kernel->source,
+              HasSubstr("kf_const_div<I, 65536ull>(e); offset += (e - q * (I)65536) * (I)1;"));
+  EXPECT_THAT(kernel->source,
+              HasSubstr("kf_const_div<I, 2ull>(e); offset += (e - q * (I)2) * (I)65536;"));
   // Same-shape operands need no groups: nothing is baked, every call takes the flat path.
   EXPECT_NE(WithoutCapturedShape(kernel->source), kernel->source);
   auto flat = Bind(Sample(SampleTargets(v1::FLOAT32), "add_alpha").target);
   auto flat_kernel = flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot"));
   ASSERT_TRUE(flat_kernel.ok()) << flat_kernel.status();
-  EXPECT_THAT(flat_kernel->source, HasSubstr("kf_is_captured(const KfArgs&) { return false; }"));
+  EXPECT_THAT(flat_kernel->source,
+              HasSubstr("kf_is_captured(const KfArgs&) {\n  return false;"));
 }
 
 TEST(SynthesizerTest, ExplainReportsThePriorOfAConfig) {

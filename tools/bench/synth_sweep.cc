@@ -238,7 +238,9 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
   if (options.shard.count > 1) {
     std::vector<Config> mine;
     for (size_t i = 0; i < row.configs.size(); ++i) {
-      if (options.shard.Contains(row.configs[i].ToString())) mine.push_back(std::move(row.configs[i]));
+      if (options.shard.Contains(row.configs[i].ToString())) {
+        mine.push_back(std::move(row.configs[i]));
+      }
     }
     row.configs = std::move(mine);
   }

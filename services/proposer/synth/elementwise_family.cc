@@ -241,10 +241,10 @@ class ElementwiseGenerator : public KernelGenerator {
   Config Canonicalize(const Config& c) const override { return c; }
 
   // The captured call's shapes baked into the kernel: kf_is_captured(args) says whether a call
-  // has them (every call, under the exact-shape guard a broadcast kernel is exported with), and
-  // kf_captured_offset<INPUT, I>(e) is then the broadcast input's offset with its groups'
-  // sizes as constants (divisions become shifts or multiply-shifts) and no block has to build
-  // groups in shared memory behind a barrier first. Other shapes take the generic path.
+  // has them (sizes and strides of every tensor), and kf_captured_offset<INPUT, I>(e) is then
+  // the broadcast input's offset with its groups' sizes as constants (divisions become shifts
+  // or multiply-shifts), so no block has to build groups in shared memory behind a barrier
+  // first. Other shapes take the generic path of the same source.
   std::string CapturedShapeSource() const {
     std::string src = R"(
 // e / D for a divisor known when the kernel is generated: a shift or a multiply-shift.
@@ -254,7 +254,9 @@ __device__ __forceinline__ I kf_const_div(I e) {
 }
 )";
     if (!p_.broadcast || p_.numel >= 0x7fffffffll) {
-      return src + R"(__device__ __forceinline__ bool kf_is_captured(const KfArgs&) { return false; }
+      return src + R"(__device__ __forceinline__ bool kf_is_captured(const KfArgs&) {
+  return false;
+}
 template <int INPUT, typename I>
 __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
@@ -267,9 +269,13 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                         ".strides[", d, "] == ", t.strides[d]);
       }
     };
-    for (int i = 0; i < p_.num_inputs; ++i) same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
+    }
     same("args.outputs[0]", p_.out_tensor);
-    absl::StrAppend(&src, kCapturedBegin, "\n__device__ __forceinline__ bool kf_is_captured(const KfArgs& args) {\n  return ",
+    absl::StrAppend(&src, kCapturedBegin,
+                    "\n__device__ __forceinline__ bool kf_is_captured(const KfArgs& args) {\n"
+                    "  return ",
                     test, ";\n}\n");
     src += "template <int INPUT, typename I>\n"
            "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
