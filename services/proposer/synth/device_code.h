@@ -15,8 +15,8 @@ typedef long long kf_i64;
 #include "services/proposer/synth/device/broadcast_groups.cuh"
 #undef KF_HD
 
-// The .cuh texts, to embed in kernel sources after `#define KF_HD __device__ __forceinline__`
-// (broadcast groups need the fast division before them).
+// The .cuh texts, to embed in kernel sources after DevicePreamble (which defines KF_HD for the
+// device; broadcast groups need the fast division before them).
 std::string_view FastDivideSource();
 std::string_view BroadcastGroupsSource();
 

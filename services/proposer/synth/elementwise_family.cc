@@ -31,6 +31,7 @@ struct ElementwiseProblem {
   std::vector<int64_t> in_sizes[2];
   KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
   KfTensor out_tensor = {};
+  KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
   double in_numel[2] = {0, 0};
   std::string name;
 };
@@ -280,8 +281,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     src += "template <int INPUT, typename I>\n"
            "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
     for (int i = 0; i < p_.num_inputs; ++i) {
-      KfGroups<kf_i64> g;
-      kf_groups<kf_i64>(p_.in_tensor[i], p_.out_tensor, g);
+      const KfGroups<kf_i64>& g = p_.in_groups[i];
       absl::StrAppend(&src, "  if (INPUT == ", i, ") {\n");
       for (int k = 0; k < g.n; ++k) {
         absl::StrAppend(&src, "    { const I q = kf_const_div<I, ", g.size[k],
@@ -373,7 +373,6 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     p_.num_inputs, "\n");
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
-    src += "#define KF_HD __device__ __forceinline__\n";
     src += FastDivideSource();
     src += BroadcastGroupsSource();
     src += CapturedShapeSource();
@@ -411,15 +410,11 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
 // Integer ops per vector for the broadcast inputs' offsets: a division by a constant and a
 // multiply-subtract (~4 ops) per merged group of each broadcast input (the captured shape's
 // path, kf_captured_offset).
-double BroadcastIndexOps(const TargetArgs& args, const ElementwiseProblem& p) {
+double BroadcastIndexOps(const ElementwiseProblem& p) {
   if (!p.broadcast) return 0;
-  const KfTensor out = SignatureTensor(args.output(0));
   double ops = 0;
   for (int i = 0; i < p.num_inputs; ++i) {
-    if (p.in_sizes[i] == p.out_sizes) continue;
-    KfGroups<kf_i64> groups;
-    kf_groups<kf_i64>(SignatureTensor(args.input(i)), out, groups);
-    ops += 4.0 * groups.n;
+    if (p.in_sizes[i] != p.out_sizes) ops += 4.0 * p.in_groups[i].n;
   }
   return ops;
 }
@@ -514,7 +509,10 @@ class ElementwiseFamily : public Family {
       p.in_sizes[i].assign(in.sizes().begin(), in.sizes().end());
       p.in_numel[i] = static_cast<double>(Numel(in));
     }
-    p.broadcast_index_ops = BroadcastIndexOps(args, p);
+    for (int i = 0; i < p.num_inputs; ++i) {
+      kf_groups<kf_i64>(p.in_tensor[i], p.out_tensor, p.in_groups[i]);
+    }
+    p.broadcast_index_ops = BroadcastIndexOps(p);
     return std::unique_ptr<KernelGenerator>(std::make_unique<ElementwiseGenerator>(p, gpu));
   }
 };

@@ -14,6 +14,8 @@ namespace {
 constexpr char kCommon[] = R"(#include "kforge_device.h"
 
 typedef long long kf_i64;
+// Marks the functions of device/*.cuh, which the host compiles too (device_code.h).
+#define KF_HD __device__ __forceinline__
 
 __device__ __forceinline__ float kf_to_float(float x) { return x; }
 __device__ __forceinline__ float kf_to_float(__half x) { return __half2float(x); }

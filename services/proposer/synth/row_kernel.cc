@@ -1106,7 +1106,6 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0, "\n");
     src += GeometryCode(p_);
-    src += "#define KF_HD __device__ __forceinline__\n";
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
     src += OpCode(p_, two_pass);
