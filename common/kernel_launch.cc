@@ -104,16 +104,22 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
     config.blockDimZ = static_cast<unsigned>(launch.block.z);
     config.sharedMemBytes = static_cast<unsigned>(launch.shared_bytes);
     config.hStream = stream;
-    CUlaunchAttribute cluster;
-    std::memset(&cluster, 0, sizeof(cluster));
+    CUlaunchAttribute attrs[1];
+    std::memset(attrs, 0, sizeof(attrs));
     if (launch.cluster) {
-      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      cluster.value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
-      cluster.value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
-      cluster.value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
-      config.attrs = &cluster;
+      attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[0].value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
+      attrs[0].value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
+      attrs[0].value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
+      config.numAttrs = 1;
+    } else if (launch.cooperative) {
+      // The driver refuses a grid whose blocks cannot all be resident at once, instead of
+      // letting blocks that wait on each other hang.
+      attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attrs[0].value.cooperative = 1;
       config.numAttrs = 1;
     }
+    config.attrs = attrs;
     // The struct travels by value: the driver copies it at launch (and at capture).
     void* params[] = {args};
     CUresult r = driver.launch_kernel_ex(&config, it->second, params, nullptr);
@@ -122,7 +128,11 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
           "launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of shared memory) was "
           "refused: %s",
           i, launch.entry, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x,
-          launch.block.y, launch.block.z, launch.shared_bytes, driver.Describe(r)));
+          launch.block.y, launch.block.z, launch.shared_bytes,
+          r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+              ? absl::StrCat(driver.Describe(r),
+                             " (a cooperative launch's blocks must all fit on the GPU at once)")
+              : driver.Describe(r)));
     }
   }
   return absl::OkStatus();

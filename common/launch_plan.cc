@@ -189,7 +189,8 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
       return PlanError(path, absl::StrCat("expected an object, got ", item.type_name()));
     }
     if (absl::Status keys =
-            CheckKeys(item, path, {"entry", "grid", "block", "shared_bytes", "cluster"});
+            CheckKeys(item, path,
+                      {"entry", "grid", "block", "shared_bytes", "cluster", "cooperative"});
         !keys.ok()) {
       return keys;
     }
@@ -217,6 +218,16 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
       auto dims = ParseDims(*cluster, LaunchPath(i, "cluster"));
       if (!dims.ok()) return dims.status();
       launch.cluster = *std::move(dims);
+    }
+    if (auto cooperative = item.find("cooperative"); cooperative != item.end()) {
+      if (!cooperative->is_boolean()) {
+        return PlanError(LaunchPath(i, "cooperative"), "expected true or false");
+      }
+      launch.cooperative = cooperative->get<bool>();
+      if (launch.cooperative && launch.cluster) {
+        return PlanError(LaunchPath(i, "cooperative"),
+                         "a launch is either cooperative or clustered, not both");
+      }
     }
     plan.launches_.push_back(std::move(launch));
   }
@@ -337,6 +348,7 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
       }
       out.cluster = *cluster;
     }
+    out.cooperative = launch.cooperative;
     resolved.launches.push_back(std::move(out));
   }
   return resolved;

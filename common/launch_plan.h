@@ -36,6 +36,7 @@ struct ResolvedLaunch {
   Dim3 block;
   int64_t shared_bytes = 0;     // dynamic shared memory
   std::optional<Dim3> cluster;  // thread-block cluster, when the plan asks for one
+  bool cooperative = false;     // all blocks co-resident, or the launch is refused
 };
 
 struct ResolvedPlan {
@@ -59,6 +60,7 @@ class LaunchPlan {
     std::array<std::string, 3> block;
     std::string shared_bytes = "0";
     std::optional<std::array<std::string, 3>> cluster;
+    bool cooperative = false;
   };
 
   // Validates structure and expression syntax. Errors are InvalidArgument and name the field:

@@ -102,8 +102,22 @@ TEST(LaunchPlanTest, MissingDimsAreOneAndOptionalFieldsDefault) {
   EXPECT_EQ(resolved->launches[0].grid, (Dim3{7, 1, 1}));
   EXPECT_EQ(resolved->launches[0].block, (Dim3{32, 2, 1}));
   EXPECT_FALSE(resolved->launches[0].cluster.has_value());
+  EXPECT_FALSE(resolved->launches[0].cooperative);
   EXPECT_EQ(resolved->launches[1].grid, (Dim3{5, 1, 1}));
   EXPECT_EQ(resolved->scratch_bytes, 0);
+}
+
+TEST(LaunchPlanTest, CooperativeIsABooleanAndExcludesClusters) {
+  auto plan = LaunchPlan::Parse(OneLaunch("[8]", "[256]", R"(, "cooperative": true)"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->launches()[0].cooperative);
+  auto resolved = plan->Resolve(BindSymbols({}, {}, {}, 132));
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_TRUE(resolved->launches[0].cooperative);
+  EXPECT_THAT(ParseError(OneLaunch("[8]", "[256]", R"(, "cooperative": 1)")),
+              HasSubstr("launches[0].cooperative: expected true or false"));
+  EXPECT_THAT(ParseError(OneLaunch("[8]", "[256]", R"(, "cluster": [2], "cooperative": true)")),
+              HasSubstr("cooperative or clustered, not both"));
 }
 
 TEST(LaunchPlanTest, BindSymbolsFollowsTheDoc) {

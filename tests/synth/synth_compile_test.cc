@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
+#include "common/launch_plan.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/worker/compiler.h"
@@ -33,10 +34,12 @@ v1::Candidate CandidateOf(const GeneratedKernel& kernel) {
   return candidate;
 }
 
-// The sample `name` in `dtype` with `config` (a config string), compiled for sm_90; a test
-// failure and an empty result when the sample or the config is not usable.
+// The sample `name` in `dtype` with `config` (a config string), compiled for sm_90 (its plan in
+// `plan_json` when given); a test failure and an empty result when the sample or the config
+// is not usable.
 v1::CompileResult CompileSampleConfig(Compiler& compiler, const std::string& name,
-                                      v1::DType dtype, const std::string& config) {
+                                      v1::DType dtype, const std::string& config,
+                                      std::string* plan_json = nullptr) {
   for (const testing::SampleTarget& s : testing::SampleTargets(dtype)) {
     if (s.name != name) continue;
     auto generator = testing::BindForTest(s.target);
@@ -50,6 +53,7 @@ v1::CompileResult CompileSampleConfig(Compiler& compiler, const std::string& nam
       ADD_FAILURE() << kernel.status();
       return {};
     }
+    if (plan_json != nullptr) *plan_json = kernel->launch_plan_json;
     v1::CompileOptions options;
     options.set_arch("sm_90");
     return compiler.Compile(CandidateOf(*kernel), options);
@@ -165,6 +169,37 @@ TEST_F(SynthCompileTest, OutputPassLoadsBeforeItStores) {
   ASSERT_NE(order.find('S'), std::string::npos) << order;
   EXPECT_EQ(order.find('L', order.find('S')), std::string::npos) << order;
   EXPECT_GE(order.find('S'), 4u + 4u) << "pass 0's 4 loads, then the output pass's 4: " << order;
+}
+
+// A row split in one cooperative launch (split_mode=sync): an output op with its chunk in
+// shared memory and a reduction compile, their plans clear the arrival counters first and
+// launch the split cooperatively, and the waiting blocks poll with an acquire load.
+TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
+  ASSERT_NE(compiler_, nullptr);
+  const std::pair<const char*, const char*> cases[] = {
+      {"group_norm_affine",
+       "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=smem;reg_cache=8;split=4;"
+       "split_mode=sync;unroll=4;grid=oneshot"},
+      {"softmax_last",
+       "row_threads=32;rows_per_block=2;vec=4;algo=online;cache=regs;reg_cache=16;split=2;"
+       "split_mode=sync;unroll=1;fast_math=1;grid=oneshot"},
+      {"sum_last",
+       "row_threads=64;rows_per_block=1;vec=2;split=4;split_mode=sync;unroll=2;grid=oneshot"},
+  };
+  for (const auto& [name, config] : cases) {
+    std::string plan_json;
+    v1::CompileResult result =
+        CompileSampleConfig(*compiler_, name, v1::FLOAT32, config, &plan_json);
+    ASSERT_EQ(result.status(), v1::COMPILE_OK) << name << "\n" << result.log().substr(0, 4000);
+    EXPECT_NE(result.ptx().find("ld.acquire.gpu"), std::string::npos) << name;
+    auto plan = LaunchPlan::Parse(plan_json);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->launches().size(), 2u) << name;
+    EXPECT_EQ(plan->launches()[0].entry, "kf_rows_clear");
+    EXPECT_FALSE(plan->launches()[0].cooperative);
+    EXPECT_EQ(plan->launches()[1].entry, "kf_rows_sync");
+    EXPECT_TRUE(plan->launches()[1].cooperative) << name;
+  }
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {

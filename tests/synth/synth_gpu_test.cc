@@ -68,6 +68,25 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
     at::manual_seed(4321);
   }
 
+  // Full validation of each kernel; returns how many were evaluated.
+  static int ExpectPass(const std::string& name, const v1::Target& target,
+                        const std::string& inputs,
+                        const std::vector<std::pair<std::string, GeneratedKernel>>& kernels) {
+    for (const auto& [label, kernel] : kernels) {
+      v1::EvaluateRequest evaluate;
+      *evaluate.mutable_target() = target;
+      evaluate.mutable_candidate()->set_source(kernel.source);
+      evaluate.mutable_candidate()->set_launch_plan_json(kernel.launch_plan_json);
+      evaluate.mutable_options()->set_arch("sm_90");
+      *evaluate.mutable_policy() = DefaultValidationPolicy();
+      v1::EvaluationResult result = pipeline_->Evaluate(evaluate, inputs);
+      EXPECT_EQ(result.verdict(), v1::PASS)
+          << name << " " << v1::DType_Name(target.inputs(0).dtype()) << " " << label << ": "
+          << Describe(result);
+    }
+    return static_cast<int>(kernels.size());
+  }
+
   static Compiler* compiler_;
   static Evaluator* evaluator_;
   static EvaluationPipeline* pipeline_;
@@ -104,21 +123,34 @@ TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
     kernels.emplace_back("top root", GeneratedKernel{roots->candidates(0).source(),
                                                      roots->candidates(0).launch_plan_json()});
 
-    for (const auto& [label, kernel] : kernels) {
-      v1::EvaluateRequest evaluate;
-      *evaluate.mutable_target() = target;
-      evaluate.mutable_candidate()->set_source(kernel.source);
-      evaluate.mutable_candidate()->set_launch_plan_json(kernel.launch_plan_json);
-      evaluate.mutable_options()->set_arch("sm_90");
-      *evaluate.mutable_policy() = DefaultValidationPolicy();
-      v1::EvaluationResult result = pipeline_->Evaluate(evaluate, inputs);
-      EXPECT_EQ(result.verdict(), v1::PASS)
-          << sample.name << " " << v1::DType_Name(dtype) << " " << label << ": "
-          << Describe(result);
-      ++evaluated;
-    }
+    evaluated += ExpectPass(sample.name, target, inputs, kernels);
   }
   EXPECT_GT(evaluated, 0);
+}
+
+// Rows split in one cooperative launch (split_mode=sync), the only configs whose blocks wait
+// for each other: a few of each row-engine target pass, on the captured and the held-out
+// shape, with the scratch that holds their arrival counters poisoned before every run.
+TEST_F(SynthGpuTest, SyncSplitsPassFullValidation) {
+  int evaluated = 0;
+  for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
+    for (auto& sample : testing::SampleTargets(dtype)) {
+      v1::Target target = sample.target;
+      target.set_shape_generic(true);
+      auto generator = testing::BindForTest(target);
+      ASSERT_NE(generator, nullptr);
+      std::vector<std::pair<std::string, GeneratedKernel>> kernels;
+      for (const Config& config : testing::ValidSample(*generator, 400, 77 + evaluated)) {
+        if (config.Get("split_mode") != "sync" || kernels.size() == 2) continue;
+        auto kernel = generator->Generate(config);
+        ASSERT_TRUE(kernel.ok()) << kernel.status();
+        kernels.emplace_back(config.ToString(), *kernel);
+      }
+      if (kernels.empty()) continue;  // not a row-engine target
+      evaluated += ExpectPass(sample.name, target, CapturedInputs(target), kernels);
+    }
+  }
+  EXPECT_GE(evaluated, 20);
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {

@@ -383,6 +383,30 @@ TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
   }
 }
 
+TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
+  Synthesizer synth;
+  const auto samples = SampleTargets(v1::FLOAT32);
+  const auto& sample = Sample(samples, "log_softmax_long_rows");
+  auto generator = Bind(sample.target);
+  Config config = *generator->Space().Parse(
+      "row_threads=256;rows_per_block=1;vec=4;algo=online;cache=none;reg_cache=8;split=8;"
+      "split_mode=sync;unroll=2;fast_math=0;grid=oneshot");
+  ASSERT_EQ(generator->Check(config), "");
+  v1::Candidate parent;
+  parent.set_id("parent");
+  parent.set_proposer("synth:rowwise");
+  for (const auto& [k, v] : config.values()) (*parent.mutable_params())[k] = v;
+  v1::ProposeRequest request = Request(sample.target, 8, 9);
+  *request.mutable_parent() = Evaluated(
+      parent, v1::LAUNCH_ERROR,
+      "launch 1 (kf_rows_sync, grid 264x1x1) was refused: too many blocks in cooperative "
+      "launch (a cooperative launch's blocks must all fit on the GPU at once)");
+  auto children = synth.Propose(request);
+  ASSERT_TRUE(children.ok());
+  ASSERT_GE(children->candidates_size(), 1);
+  for (const auto& c : children->candidates()) EXPECT_NE(c.params().at("split_mode"), "sync");
+}
+
 TEST(SynthesizerTest, NeighbourMovesStayInTheSpaceForEverySampledConfig) {
   for (const auto& sample : SampleTargets(v1::FLOAT16)) {
     auto generator = Bind(sample.target);
@@ -581,9 +605,9 @@ std::vector<std::pair<double, Config>> RankedSpace(const KernelGenerator& g) {
 }
 
 // The prior's best valid config on the norm anchor rows of the GPU round (H200 defaults):
-// 16-byte accesses everywhere; x read once where the rows fit on chip (the group norm VAE row
-// through a cluster, layer / rms norm rows cached whole in one block); the two large group
-// norm rows, which cannot stay on chip, split into enough blocks to fill every SM.
+// 16-byte accesses everywhere; x read once (layer / rms norm rows cached whole in one block;
+// group norm's few long rows split in one cooperative launch into enough blocks to fill every
+// SM, each holding its chunk on chip while the row's blocks meet).
 TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   struct Row { const char* name; v1::DType dtype; std::vector<int64_t> x; int bytes; };
   for (const Row& row : std::vector<Row>{{"group_norm_affine", v1::FLOAT32, {1, 512, 128, 128}, 4},
@@ -603,12 +627,9 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
     if (!group) {
       EXPECT_EQ(best.GetInt("split"), 1);
       EXPECT_NE(best.Get("cache"), "none");
-    } else if (row.dtype == v1::FLOAT32) {
-      EXPECT_GT(best.GetInt("split"), 1);
-      EXPECT_EQ(best.Get("split_mode"), "cluster");
-      EXPECT_NE(best.Get("cache"), "none");
     } else {
-      EXPECT_EQ(best.Get("split_mode"), "scratch");
+      EXPECT_EQ(best.Get("split_mode"), "sync");
+      EXPECT_NE(best.Get("cache"), "none");
       EXPECT_GE(32 * best.GetInt("split") / best.GetInt("rows_per_block"), 132 * 2);
     }
     // Some hand-picked seed is valid and within 1.5x of the best prior (roots start there).

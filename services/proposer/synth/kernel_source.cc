@@ -137,6 +137,7 @@ std::string PlanJson(const PlanSpec& plan) {
     l["block"] = launch.block;
     l["shared_bytes"] = launch.shared_bytes;
     if (!launch.cluster.empty()) l["cluster"] = launch.cluster;
+    if (launch.cooperative) l["cooperative"] = true;
     launches.push_back(l);
   }
   json["launches"] = launches;

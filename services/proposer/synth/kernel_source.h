@@ -28,6 +28,7 @@ struct PlanLaunch {
   std::vector<int> block;
   std::string shared_bytes = "0";
   std::vector<int> cluster;  // empty: no cluster
+  bool cooperative = false;  // blocks wait on each other: all must be resident
 };
 
 struct PlanSpec {

@@ -129,19 +129,59 @@ __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane,
   }
 }
 
-// One row (or, split, one chunk of it). PHASE 0: whole row in one launch (maybe a cluster);
-// 1: partial statistics of a chunk to scratch; 2: merge partials and write the chunk.
+#if KF_SYNC
+__device__ __forceinline__ unsigned kf_load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Publishes this block's partial statistics of its rows' chunk `part` and waits until the
+// KF_SPLIT blocks of the row block have all published (`arrive` counts them). Only blocks of
+// one cooperative launch's sweep wait on each other, so they are all resident.
+__device__ __forceinline__ void kf_sync_rows(const KfStat& s, KfStat* partial, bool publish,
+                                             unsigned* arrive) {
+  if (publish) {
+    *partial = s;
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(arrive, 1u);
+    while (kf_load_acquire(arrive) < (unsigned)KF_SPLIT) __nanosleep(100);
+  }
+  __syncthreads();
+}
+#endif
+
+// A partial statistic another block wrote in this launch: read from L2, never from a line
+// this SM's L1 cached before it was written.
+__device__ __forceinline__ KfStat kf_load_partial(const KfStat* p, bool fresh) {
+  if (!fresh) return *p;
+  KfStat r;
+  const unsigned* src = reinterpret_cast<const unsigned*>(p);
+  unsigned* dst = reinterpret_cast<unsigned*>(&r);
+#pragma unroll
+  for (int i = 0; i < (int)(sizeof(KfStat) / 4); ++i) dst[i] = __ldcg(src + i);
+  return r;
+}
+
+// One row (or, split, one chunk of it: chunk number `part`). PHASE 0: whole row in one
+// launch (maybe a cluster); 1: partial statistics of a chunk to scratch; 2: merge partials
+// and write the chunk; 3: both in one cooperative launch, the row's blocks meeting at
+// `arrive` in between.
 template <int V, int PHASE>
 __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool valid, kf_i64 cols,
-                                       kf_i64 c0, kf_i64 c1, kf_i64 chunk, int lane, int rib,
-                                       KfStat (*red)[KF_WARPS], KfStat* part) {
+                                       kf_i64 c0, kf_i64 c1, kf_i64 chunk, int part_index,
+                                       int lane, int rib, KfStat (*red)[KF_WARPS], KfStat* part,
+                                       unsigned* arrive) {
   const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (valid ? row * cols : 0);
   const kf_i64 e1 = valid ? c1 : c0;
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, row, cols);
 #if KF_CACHE == 2
   float cache[KF_CAP];
-  const bool use_regs = PHASE == 0 && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
+  const bool use_regs = (PHASE == 0 || PHASE == 3) && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
 #else
   const bool use_regs = false;
 #endif
@@ -170,13 +210,15 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   };
 
   KfStat s = kf_identity<0>();
+  KfStat* partials = reinterpret_cast<KfStat*>(args.scratch.data) + (valid ? row * KF_SPLIT : 0);
   if (PHASE == 2) {
     // The row's lanes load the partials in parallel and fold them like any row statistic
     // (fixed order, so every block of the row gets the same bits): a handful of loads per
     // thread instead of KF_SPLIT serial merges in every thread.
     if (valid) {
-      const KfStat* partials = reinterpret_cast<const KfStat*>(args.scratch.data) + row * KF_SPLIT;
-      for (int q = lane; q < KF_SPLIT; q += KF_RT) s = kf_merge<0>(s, partials[q]);
+      for (int q = lane; q < KF_SPLIT; q += KF_RT) {
+        s = kf_merge<0>(s, kf_load_partial(partials + q, false));
+      }
     }
     s = kf_reduce_row<0>(s, lane, rib, red);
   } else {
@@ -198,11 +240,21 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
     });
     s = kf_reduce_row<0>(s, lane, rib, red);
     if (PHASE == 1) {
-      if (valid && lane == 0) {
-        reinterpret_cast<KfStat*>(args.scratch.data)[row * KF_SPLIT + blockIdx.y] = s;
-      }
+      if (valid && lane == 0) partials[part_index] = s;
       return;
     }
+#if KF_SYNC
+    if (PHASE == 3) {
+      kf_sync_rows(s, partials + part_index, valid && lane == 0, arrive);
+      s = kf_identity<0>();
+      if (valid) {
+        for (int q = lane; q < KF_SPLIT; q += KF_RT) {
+          s = kf_merge<0>(s, kf_load_partial(partials + q, true));
+        }
+      }
+      s = kf_reduce_row<0>(s, lane, rib, red);
+    }
+#endif
 #if KF_CLUSTER
     s = kf_reduce_cluster<0>(s, lane, rib, part);
 #endif
@@ -219,7 +271,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   kf_finish<1>(t, ctx);
 #endif
 #if KF_PER_ROW
-  if (valid && lane == 0 && blockIdx.y == 0) kf_write_row(s, ctx, args);
+  if (valid && lane == 0 && part_index == 0) kf_write_row(s, ctx, args);
 #else
   TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
   kf_for_each_read<V>(c0, e1, lane, use_regs, read, [&](kf_i64 c, const float (&v)[V]) {
@@ -228,6 +280,16 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
     kf_store<V>(yr + c, o);
   });
 #endif
+}
+
+// Whether rows can be read (and written) KF_VEC elements at a time.
+__device__ __forceinline__ bool kf_vec_ok(const KfArgs& args, kf_i64 cols) {
+  bool ok = KF_VEC > 1 && cols % KF_VEC == 0 &&
+            kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(TI));
+#if !KF_PER_ROW
+  ok = ok && kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
+#endif
+  return ok;
 }
 
 template <int PHASE>
@@ -249,21 +311,57 @@ __device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
   const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
   const kf_i64 c0 = min(cols, (kf_i64)by * chunk);
   const kf_i64 c1 = min(cols, c0 + chunk);
-  bool vec_ok = KF_VEC > 1 && cols % KF_VEC == 0 &&
-                kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(TI));
-#if !KF_PER_ROW
-  vec_ok = vec_ok && kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
-#endif
+  const bool vec_ok = kf_vec_ok(args, cols);
   for (kf_i64 rb = bx; rb * KF_RPB < rows; rb += gridDim.x) {
     const kf_i64 row = rb * KF_RPB + rib;
     const bool valid = row < rows;
     if (vec_ok) {
-      kf_row<KF_VEC, PHASE>(args, row, valid, cols, c0, c1, chunk, lane, rib, red, part);
+      kf_row<KF_VEC, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part,
+                            nullptr);
     } else {
-      kf_row<1, PHASE>(args, row, valid, cols, c0, c1, chunk, lane, rib, red, part);
+      kf_row<1, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part, nullptr);
     }
   }
 }
+
+#if KF_SYNC
+// The arrival counters of the row blocks, after the partials in scratch.
+__device__ __forceinline__ unsigned* kf_arrivals(const KfArgs& args, kf_i64 rows) {
+  return reinterpret_cast<unsigned*>(reinterpret_cast<KfStat*>(args.scratch.data) +
+                                     rows * KF_SPLIT);
+}
+
+// Items are (row block, chunk) pairs in row-block-major order, taken in sweeps of gridDim.x.
+// The grid is a multiple of KF_SPLIT, so a row block's chunks all fall in one sweep; its
+// blocks meet once, then write their chunks from what they still hold (registers, shared
+// memory, or L2: a sweep reads only as much as the resident blocks hold).
+__device__ __forceinline__ void kf_rows_sync_body(const KfArgs& args) {
+  __shared__ KfStat red[KF_RPB][KF_WARPS];
+  kf_i64 rows, cols;
+  kf_geometry(args, rows, cols);
+  const int lane = threadIdx.x % KF_RT;
+  const int rib = threadIdx.x / KF_RT;
+  const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
+  unsigned* arrivals = kf_arrivals(args, rows);
+  const bool vec_ok = kf_vec_ok(args, cols);
+  const kf_i64 items = kf_ceil_div(rows, KF_RPB) * KF_SPLIT;
+  for (kf_i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const kf_i64 rb = item / KF_SPLIT;
+    const int by = (int)(item % KF_SPLIT);
+    const kf_i64 row = rb * KF_RPB + rib;
+    const bool valid = row < rows;
+    const kf_i64 c0 = min(cols, (kf_i64)by * chunk);
+    const kf_i64 c1 = min(cols, c0 + chunk);
+    if (vec_ok) {
+      kf_row<KF_VEC, 3>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, nullptr,
+                        arrivals + rb);
+    } else {
+      kf_row<1, 3>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, nullptr,
+                   arrivals + rb);
+    }
+  }
+}
+#endif
 )";
 
 constexpr char kSingleEntry[] = R"(
@@ -278,6 +376,22 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_partial(KfArgs ar
 }
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_finish(KfArgs args) {
   kf_rows_body<2>(args);
+}
+)";
+
+constexpr char kSyncEntries[] = R"(
+extern "C" __global__ void kf_rows_clear(KfArgs args) {
+  kf_i64 rows, cols;
+  kf_geometry(args, rows, cols);
+  unsigned* arrivals = kf_arrivals(args, rows);
+  const kf_i64 n = kf_ceil_div(rows, KF_RPB);
+  for (kf_i64 i = (kf_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (kf_i64)gridDim.x * blockDim.x) {
+    arrivals[i] = 0;
+  }
+}
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sync(KfArgs args) {
+  kf_rows_sync_body(args);
 }
 )";
 
@@ -749,9 +863,10 @@ class RowKernelGenerator : public KernelGenerator {
     // the best group norm at 38% of the floor); clusters stop at 16.
     params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64", "128", "256"},
                       "blocks that share one row"});
-    params.push_back({"split_mode", {"scratch", "cluster"},
-                      "combine a split row through scratch (two launches) or through the "
-                      "distributed shared memory of a thread-block cluster"});
+    params.push_back({"split_mode", {"scratch", "cluster", "sync"},
+                      "combine a split row through scratch (two launches), through the "
+                      "distributed shared memory of a thread-block cluster, or through "
+                      "scratch in one cooperative launch whose blocks keep their chunks"});
     params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
     if (UsesExp(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
@@ -767,11 +882,16 @@ class RowKernelGenerator : public KernelGenerator {
     Config c = in;
     if (c.GetInt("split") == 1) c.Set("split_mode", "scratch");
     const bool scratch_split = c.GetInt("split") > 1 && c.Get("split_mode") == "scratch";
+    const bool one_pass_split = scratch_split || Sync(c);
     if (!per_row_) {
       if (scratch_split) c.Set("cache", "none");
       if (c.Get("cache") != "regs") c.Set("reg_cache", "8");
     }
-    if (scratch_split && HasAlgoChoice(p_.op)) c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
+    if (one_pass_split && HasAlgoChoice(p_.op)) {
+      c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
+    }
+    // A sync split's grid is always the resident blocks.
+    if (Sync(c)) c.Set("grid", "oneshot");
     // The register cache loop is fully unrolled already.
     if (!per_row_ && c.Get("cache") == "regs") c.Set("unroll", "1");
     return c;
@@ -805,8 +925,13 @@ class RowKernelGenerator : public KernelGenerator {
     }
     // 16 is a non-portable size (sm_90 allows it; the launcher opts in).
     if (cluster && split > 16) return "clusters of more than 16 blocks";
-    if (split > 1 && c.Get("split_mode") == "scratch" && TwoPass(c)) {
+    if (split > 1 && c.Get("split_mode") != "cluster" && TwoPass(c)) {
       return "a row split through scratch needs one-pass statistics";
+    }
+    if (Sync(c) && split > gpu_.sm_count * SyncBlocksPerSm(c)) {
+      return absl::StrCat("a row's ", split, " blocks cannot all be resident: the GPU holds ",
+                          gpu_.sm_count * SyncBlocksPerSm(c), " blocks of ", block,
+                          " threads at once");
     }
     if (cluster && block * split > 8192) {
       return "cluster of more than 8192 threads";
@@ -826,7 +951,14 @@ class RowKernelGenerator : public KernelGenerator {
       }
       if (cap > 4 * int64_t{chunk} / rt + 8 * vec) return "register cache far larger than the row";
     }
-    if (cache == "smem") {
+    if (cache == "smem" && Sync(c)) {
+      if (SharedBytes(c) - StaticSharedBytes(c) > SyncSharedLimit(c)) {
+        return absl::StrCat("rows of ", chunk, " columns need ", SharedBytes(c),
+                            " bytes of shared memory; each of the ", SyncBlocksPerSm(c),
+                            " blocks per SM of a cooperative launch has ",
+                            SyncSharedLimit(c) + StaticSharedBytes(c));
+      }
+    } else if (cache == "smem") {
       if (SharedBytes(c) > gpu_.shared_bytes_per_block_optin) {
         return absl::StrCat("rows of ", chunk, " columns need ", SharedBytes(c),
                             " bytes of shared memory; the GPU allows ",
@@ -865,7 +997,8 @@ class RowKernelGenerator : public KernelGenerator {
     const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
     const int vec = c.GetInt("vec"), split = c.GetInt("split"), unroll = c.GetInt("unroll");
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
-    const bool scratch = split > 1 && !cluster;
+    const bool sync = Sync(c);
+    const bool scratch = split > 1 && !cluster && !sync;
     const bool two_pass = TwoPass(c);
     const std::string cache = per_row_ ? "none" : c.Get("cache");
     const int in_size = ElementSize(p_.in_dtype), out_size = ElementSize(p_.out_dtype);
@@ -875,8 +1008,7 @@ class RowKernelGenerator : public KernelGenerator {
     const int64_t chunk = Chunk(c);
     const double row_blocks = std::ceil(rows / rpb);
     const int block = rt * rpb;
-    int regs = 40 + 2 * vec * unroll + (two_pass ? 4 : 0);
-    if (cache == "regs") regs += c.GetInt("reg_cache");
+    const int regs = Registers(c);
     const int64_t smem = SharedBytes(c);
     const int per_sm = std::max(1, BlocksPerSm(gpu_, block, smem, regs));
     const bool stride = c.Get("grid") == "stride";
@@ -940,6 +1072,10 @@ class RowKernelGenerator : public KernelGenerator {
                       out_cycles);
 
     std::vector<LaunchCost> launches;
+    if (sync) {
+      return SyncSeconds(c, pass_cycles, reduce_cycles, per_elem_ops, flight_elems, in_bytes,
+                         out_bytes, weight_bytes);
+    }
     LaunchCost main;
     main.blocks = grid_x * split;
     main.threads = block;
@@ -977,6 +1113,47 @@ class RowKernelGenerator : public KernelGenerator {
     return seconds;
   }
 
+  // The prior of a sync split: a clearing launch, then one cooperative launch of sweeps of
+  // resident blocks. Each sweep reads its chunks once, meets (a barrier's worth of latency per
+  // sweep) and writes them from registers or shared memory, or re-reads them from L2 while a
+  // sweep's chunks fit in half of it.
+  double SyncSeconds(const Config& c, double pass_cycles, double reduce_cycles,
+                     double per_elem_ops, double flight_elems, double in_bytes,
+                     double out_bytes, double weight_bytes) const {
+    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int split = c.GetInt("split"), vec = c.GetInt("vec");
+    const int in_size = ElementSize(p_.in_dtype);
+    const double rows = static_cast<double>(std::max<int64_t>(1, p_.rows));
+    const double elems = rows * std::max<int64_t>(1, p_.cols);
+    const double items = std::ceil(rows / rpb) * split;
+    const double grid = std::min(items, std::floor(double(gpu_.sm_count) *
+                                                   SyncBlocksPerSm(c) / split) * split);
+    const double sweeps = std::ceil(items / std::max(1.0, grid));
+    const bool held = !per_row_ && c.Get("cache") != "none";
+    const double reread = per_row_ || held ? 0 : in_bytes;
+    const bool reread_in_l2 = grid * rpb * Chunk(c) * in_size <= 0.5 * double(gpu_.l2_bytes);
+    constexpr double kMeetCycles = 2500;  // fence, atomic, polling, the partials from L2
+
+    LaunchCost clear;
+    clear.blocks = std::ceil(items / split / 256);
+    clear.threads = 256;
+    clear.dram_bytes = items / split * 4;
+    LaunchCost main;
+    main.blocks = grid;
+    main.threads = rt * rpb;
+    main.shared_bytes = SharedBytes(c);
+    main.registers = Registers(c);
+    main.bytes_in_flight_per_thread = flight_elems * in_size;
+    main.ops = elems * per_elem_ops + rows * split * reduce_cycles * rt / 4;
+    main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : reread);
+    main.l2_bytes = reread_in_l2 ? reread : 0;
+    main.block_latency_cycles =
+        sweeps * (pass_cycles + (held ? 400 : pass_cycles) + 2 * reduce_cycles + kMeetCycles);
+    const double width = AccessWidthPenalty(vec * in_size) * (vec * in_size < 16 ? 1.04 : 1.0);
+    main.dram_bytes *= width;
+    return synth::EstimateSeconds(gpu_, {clear, main});
+  }
+
   std::vector<Config> Seeds() const override {
     // A warp per short row, a block per long row, and a cluster for very long rows.
     std::vector<Config> seeds;
@@ -1004,7 +1181,49 @@ class RowKernelGenerator : public KernelGenerator {
         if (Check(c).empty()) seeds.push_back(Ordered(c));
       }
     }
+    if (gpu_.sm_count > 0 && p_.rows < gpu_.sm_count) {
+      for (Config& c : SyncSeeds(max_vec)) {
+        if (Check(c).empty()) seeds.push_back(Ordered(c));
+      }
+    }
     return seeds;
+  }
+
+  // Few long rows in one cooperative launch: each row split into the fewest chunks that fill
+  // the GPU and fit a block's share of shared memory (then the output pass reads nothing from
+  // DRAM), and the same split re-reading its chunks from L2.
+  std::vector<Config> SyncSeeds(int max_vec) const {
+    std::vector<Config> seeds;
+    for (int rt : {256, 512}) {
+      Config c;
+      c.SetInt("row_threads", rt);
+      c.SetInt("rows_per_block", 1);
+      c.SetInt("vec", std::min(max_vec, 8));
+      if (HasAlgoChoice(p_.op)) c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
+      c.Set("cache", per_row_ ? "none" : "smem");
+      c.Set("reg_cache", "8");
+      c.Set("split_mode", "sync");
+      c.Set("unroll", "4");
+      if (UsesExp(p_.op)) c.Set("fast_math", "0");
+      c.Set("grid", "oneshot");
+      int split = 2;
+      while (split < 256 && (p_.rows * split < gpu_.sm_count ||
+                             (!per_row_ && !Check(WithSplit(c, split)).empty()))) {
+        split *= 2;
+      }
+      c.SetInt("split", split);
+      seeds.push_back(c);
+      if (!per_row_) {
+        c.Set("cache", "none");
+        seeds.push_back(c);
+      }
+    }
+    return seeds;
+  }
+
+  static Config WithSplit(Config c, int split) {
+    c.SetInt("split", split);
+    return c;
   }
 
   // The smallest register cache that holds a thread's share of a row chunk (the largest when
@@ -1086,7 +1305,8 @@ class RowKernelGenerator : public KernelGenerator {
     const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
     const int vec = c.GetInt("vec"), split = c.GetInt("split"), unroll = c.GetInt("unroll");
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
-    const bool scratch = split > 1 && !cluster;
+    const bool sync = Sync(c);
+    const bool scratch = split > 1 && !cluster && !sync;
     const bool two_pass = TwoPass(c);
     const std::string cache = per_row_ ? "none" : c.Get("cache");
     const int cache_code = cache == "smem" ? 1 : cache == "regs" ? 2 : 0;
@@ -1104,13 +1324,14 @@ class RowKernelGenerator : public KernelGenerator {
                     vec, "\n#define KF_CACHE ", cache_code, "\n#define KF_CAP ", cap,
                     "\n#define KF_SPLIT ", split, "\n#define KF_CLUSTER ", cluster ? 1 : 0,
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
-                    "\n#define KF_PER_ROW ", per_row_ ? 1 : 0, "\n");
+                    "\n#define KF_PER_ROW ", per_row_ ? 1 : 0, "\n#define KF_SYNC ", sync ? 1 : 0,
+                    "\n#define KF_MIN_BLOCKS ", sync ? SyncBlocksPerSm(c) : 1, "\n");
     src += GeometryCode(p_);
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
     src += OpCode(p_, two_pass);
     src += kRowEngine;
-    src += scratch ? kSplitEntries : kSingleEntry;
+    src += scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
 
     PlanSpec plan;
     if (p_.op == RowOp::kGroupNorm) {
@@ -1125,18 +1346,34 @@ class RowKernelGenerator : public KernelGenerator {
     std::string grid_x = "ROW_BLOCKS";
     if (c.Get("grid") == "stride") {
       // Occupancy without the row cache, whose size depends on the shape: the plan must not.
-      int regs = 40 + 2 * vec * unroll + cap;
-      const int per_sm = std::max(1, BlocksPerSm(gpu_, rt * rpb, StaticSharedBytes(c), regs));
+      const int per_sm =
+          std::max(1, BlocksPerSm(gpu_, rt * rpb, StaticSharedBytes(c), Registers(c)));
       plan.let.push_back({"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", per_sm, ")")});
       grid_x = "GRID_X";
     }
     std::string shared = "0";
     if (cache == "smem") {
-      shared = absl::StrCat("min(", rpb, " * CHUNK * ", ElementSize(p_.in_dtype), ", ",
-                            gpu_.shared_bytes_per_block_optin - StaticSharedBytes(c), ")");
+      const int64_t limit = sync ? SyncSharedLimit(c)
+                                 : gpu_.shared_bytes_per_block_optin - StaticSharedBytes(c);
+      shared = absl::StrCat("min(", rpb, " * CHUNK * ", ElementSize(p_.in_dtype), ", ", limit,
+                            ")");
     }
     const std::vector<int> block = {rt * rpb, 1, 1};
-    if (scratch) {
+    if (sync) {
+      // Partials, then one arrival counter per row block; the grid is the resident blocks,
+      // rounded down to whole rows' worth of chunks.
+      plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
+      plan.let.push_back(
+          {"GRID", absl::StrCat("min(ITEMS, num_sms * ", SyncBlocksPerSm(c), " / ", split,
+                                " * ", split, ")")});
+      plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
+                                        " + ROW_BLOCKS * 4");
+      plan.launches.push_back(
+          {"kf_rows_clear", {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"}, {256, 1, 1}, "0", {}});
+      PlanLaunch launch{"kf_rows_sync", {"GRID", "1", "1"}, block, shared, {}};
+      launch.cooperative = true;
+      plan.launches.push_back(launch);
+    } else if (scratch) {
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false) > 8 ? 16 : StatBytes(p_.op, false));
       plan.launches.push_back({"kf_rows_partial", {grid_x, std::to_string(split), "1"}, block, "0", {}});
       plan.launches.push_back({"kf_rows_finish",
@@ -1155,6 +1392,28 @@ class RowKernelGenerator : public KernelGenerator {
 
  private:
   bool TwoPass(const Config& c) const { return c.Get("algo") == "two_pass"; }
+  bool Sync(const Config& c) const {
+    return c.GetInt("split") > 1 && c.Get("split_mode") == "sync";
+  }
+
+  int Registers(const Config& c) const {
+    int regs = 40 + 2 * c.GetInt("vec") * c.GetInt("unroll") + (TwoPass(c) ? 4 : 0);
+    if (!per_row_ && c.Get("cache") == "regs") regs += c.GetInt("reg_cache");
+    return regs;
+  }
+
+  // Blocks per SM a sync split is compiled for (its __launch_bounds__ minimum, so the
+  // registers cannot make it fewer) and launched with: what threads and registers allow.
+  int SyncBlocksPerSm(const Config& c) const {
+    const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
+    return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
+  }
+
+  // Dynamic shared memory each block of a sync split may use: its share of the SM.
+  int64_t SyncSharedLimit(const Config& c) const {
+    const int64_t share = gpu_.shared_bytes_per_sm / SyncBlocksPerSm(c) - 1024;
+    return std::min(share, gpu_.shared_bytes_per_block_optin) - StaticSharedBytes(c);
+  }
 
   int64_t Chunk(const Config& c) const {
     const int64_t split = std::max(1, c.GetInt("split"));

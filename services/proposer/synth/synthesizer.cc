@@ -45,8 +45,8 @@ int BlockThreads(const Config& c) {
   return c.GetInt("threads");
 }
 
-bool UsesCluster(const Config& c) {
-  return c.GetInt("split") > 1 && c.Get("split_mode") == "cluster";
+bool UsesSplitMode(const Config& c, std::string_view mode) {
+  return c.GetInt("split") > 1 && c.Get("split_mode") == mode;
 }
 
 // Register pressure of a config, relative only: more cached/in-flight elements, more registers.
@@ -62,6 +62,7 @@ struct Feedback {
   int max_block_threads = 1024;
   bool no_fast_math = false;
   bool no_cluster = false;
+  bool no_sync = false;  // a cooperative launch was refused: its blocks did not all fit
   int max_pressure = std::numeric_limits<int>::max();  // parent spilled: stay below it
 };
 
@@ -103,9 +104,11 @@ class Proposal {
       }
       // A cluster launch that failed for no other stated reason: clusters are the suspect.
       if (absl::StrContains(text, "cluster") ||
-          (config.has_value() && UsesCluster(*config) && !absl::StrContains(text, "shared"))) {
+          (config.has_value() && UsesSplitMode(*config, "cluster") &&
+           !absl::StrContains(text, "shared"))) {
         fb->no_cluster = true;
       }
+      if (absl::StrContains(text, "cooperative")) fb->no_sync = true;
     }
     if ((verdict == v1::MISMATCH || verdict == v1::NONDETERMINISTIC) && config.has_value() &&
         config->GetInt("fast_math") == 1) {
@@ -120,11 +123,14 @@ class Proposal {
     }
   }
 
-  // Applies what feedback forbids where a fix exists (fast math off, cluster to scratch),
-  // then canonicalizes. nullopt when the result is invalid or forbidden.
+  // Applies what feedback forbids where a fix exists (fast math off, cluster or cooperative
+  // split to scratch), then canonicalizes. nullopt when the result is invalid or forbidden.
   std::optional<Config> Admit(Config c, const Feedback& fb) const {
     if (fb.no_fast_math && c.GetInt("fast_math") == 1) c.Set("fast_math", "0");
-    if (fb.no_cluster && UsesCluster(c)) c.Set("split_mode", "scratch");
+    if ((fb.no_cluster && UsesSplitMode(c, "cluster")) ||
+        (fb.no_sync && UsesSplitMode(c, "sync"))) {
+      c.Set("split_mode", "scratch");
+    }
     c = generator_.Canonicalize(c);
     if (!generator_.Space().Contains(c)) return std::nullopt;
     if (!generator_.Check(c).empty()) return std::nullopt;
