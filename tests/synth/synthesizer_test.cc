@@ -605,9 +605,10 @@ std::vector<std::pair<double, Config>> RankedSpace(const KernelGenerator& g) {
 }
 
 // The prior's best valid config on the norm anchor rows of the GPU round (H200 defaults):
-// 16-byte accesses everywhere; x read once (layer / rms norm rows cached whole in one block;
-// group norm's few long rows split in one cooperative launch into enough blocks to fill every
-// SM, each holding its chunk on chip while the row's blocks meet).
+// 16-byte accesses everywhere; x read once where the rows fit on chip (the group norm VAE row
+// through a cluster, layer / rms norm rows cached whole in one block); the two large group
+// norm rows, which cannot stay on chip, split into enough blocks to fill every SM twice
+// (through scratch or in one cooperative launch: the H200 measured them alike).
 TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   struct Row { const char* name; v1::DType dtype; std::vector<int64_t> x; int bytes; };
   for (const Row& row : std::vector<Row>{{"group_norm_affine", v1::FLOAT32, {1, 512, 128, 128}, 4},
@@ -627,9 +628,12 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
     if (!group) {
       EXPECT_EQ(best.GetInt("split"), 1);
       EXPECT_NE(best.Get("cache"), "none");
-    } else {
-      EXPECT_EQ(best.Get("split_mode"), "sync");
+    } else if (row.dtype == v1::FLOAT32) {
+      EXPECT_GT(best.GetInt("split"), 1);
+      EXPECT_EQ(best.Get("split_mode"), "cluster");
       EXPECT_NE(best.Get("cache"), "none");
+    } else {
+      EXPECT_NE(best.Get("split_mode"), "cluster");
       EXPECT_GE(32 * best.GetInt("split") / best.GetInt("rows_per_block"), 132 * 2);
     }
     // Some hand-picked seed is valid and within 1.5x of the best prior (roots start there).
