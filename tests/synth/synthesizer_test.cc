@@ -606,9 +606,8 @@ std::vector<std::pair<double, Config>> RankedSpace(const KernelGenerator& g) {
 
 // The prior's best valid config on the norm anchor rows of the GPU round (H200 defaults):
 // 16-byte accesses everywhere; x read once where the rows fit on chip (the group norm VAE row
-// through a cluster, layer / rms norm rows cached whole in one block); the two large group
-// norm rows, which cannot stay on chip, split into enough blocks to fill every SM twice
-// (through scratch or in one cooperative launch: the H200 measured them alike).
+// through a cluster or a sync split, layer / rms norm rows cached whole in one block); the two
+// large group norm rows split into enough blocks to fill every SM twice.
 TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   struct Row { const char* name; v1::DType dtype; std::vector<int64_t> x; int bytes; };
   for (const Row& row : std::vector<Row>{{"group_norm_affine", v1::FLOAT32, {1, 512, 128, 128}, 4},
@@ -630,7 +629,7 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
       EXPECT_NE(best.Get("cache"), "none");
     } else if (row.dtype == v1::FLOAT32) {
       EXPECT_GT(best.GetInt("split"), 1);
-      EXPECT_EQ(best.Get("split_mode"), "cluster");
+      EXPECT_NE(best.Get("split_mode"), "scratch");
       EXPECT_NE(best.Get("cache"), "none");
     } else {
       EXPECT_NE(best.Get("split_mode"), "cluster");

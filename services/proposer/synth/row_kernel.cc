@@ -129,59 +129,21 @@ __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane,
   }
 }
 
-#if KF_SYNC
-__device__ __forceinline__ unsigned kf_load_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Publishes this block's partial statistics of its rows' chunk `part` and waits until the
-// KF_SPLIT blocks of the row block have all published (`arrive` counts them). Only blocks of
-// one cooperative launch's sweep wait on each other, so they are all resident.
-__device__ __forceinline__ void kf_sync_rows(const KfStat& s, KfStat* partial, bool publish,
-                                             unsigned* arrive) {
-  if (publish) {
-    *partial = s;
-    __threadfence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    atomicAdd(arrive, 1u);
-    while (kf_load_acquire(arrive) < (unsigned)KF_SPLIT) __nanosleep(100);
-  }
-  __syncthreads();
-}
-#endif
-
-// A partial statistic another block wrote in this launch: read from L2, never from a line
-// this SM's L1 cached before it was written.
-__device__ __forceinline__ KfStat kf_load_partial(const KfStat* p, bool fresh) {
-  if (!fresh) return *p;
-  KfStat r;
-  const unsigned* src = reinterpret_cast<const unsigned*>(p);
-  unsigned* dst = reinterpret_cast<unsigned*>(&r);
-#pragma unroll
-  for (int i = 0; i < (int)(sizeof(KfStat) / 4); ++i) dst[i] = __ldcg(src + i);
-  return r;
-}
-
-// One row (or, split, one chunk of it: chunk number `part`). PHASE 0: whole row in one
+// One row (or, split, one chunk of it: chunk number `part_index`). PHASE 0: whole row in one
 // launch (maybe a cluster); 1: partial statistics of a chunk to scratch; 2: merge partials
-// and write the chunk; 3: both in one cooperative launch, the row's blocks meeting at
-// `arrive` in between.
+// and write the chunk.
 template <int V, int PHASE>
 __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool valid, kf_i64 cols,
                                        kf_i64 c0, kf_i64 c1, kf_i64 chunk, int part_index,
-                                       int lane, int rib, KfStat (*red)[KF_WARPS], KfStat* part,
-                                       unsigned* arrive) {
+                                       int lane, int rib, KfStat (*red)[KF_WARPS],
+                                       KfStat* part) {
   const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (valid ? row * cols : 0);
   const kf_i64 e1 = valid ? c1 : c0;
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, row, cols);
 #if KF_CACHE == 2
   float cache[KF_CAP];
-  const bool use_regs = (PHASE == 0 || PHASE == 3) && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
+  const bool use_regs = PHASE == 0 && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
 #else
   const bool use_regs = false;
 #endif
@@ -216,9 +178,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
     // (fixed order, so every block of the row gets the same bits): a handful of loads per
     // thread instead of KF_SPLIT serial merges in every thread.
     if (valid) {
-      for (int q = lane; q < KF_SPLIT; q += KF_RT) {
-        s = kf_merge<0>(s, kf_load_partial(partials + q, false));
-      }
+      for (int q = lane; q < KF_SPLIT; q += KF_RT) s = kf_merge<0>(s, partials[q]);
     }
     s = kf_reduce_row<0>(s, lane, rib, red);
   } else {
@@ -243,18 +203,6 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
       if (valid && lane == 0) partials[part_index] = s;
       return;
     }
-#if KF_SYNC
-    if (PHASE == 3) {
-      kf_sync_rows(s, partials + part_index, valid && lane == 0, arrive);
-      s = kf_identity<0>();
-      if (valid) {
-        for (int q = lane; q < KF_SPLIT; q += KF_RT) {
-          s = kf_merge<0>(s, kf_load_partial(partials + q, true));
-        }
-      }
-      s = kf_reduce_row<0>(s, lane, rib, red);
-    }
-#endif
 #if KF_CLUSTER
     s = kf_reduce_cluster<0>(s, lane, rib, part);
 #endif
@@ -316,49 +264,167 @@ __device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
     const kf_i64 row = rb * KF_RPB + rib;
     const bool valid = row < rows;
     if (vec_ok) {
-      kf_row<KF_VEC, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part,
-                            nullptr);
+      kf_row<KF_VEC, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part);
     } else {
-      kf_row<1, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part, nullptr);
+      kf_row<1, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part);
     }
   }
 }
 
 #if KF_SYNC
+// A sync split: one cooperative launch whose items are (row block, chunk) pairs in
+// row-block-major order, taken in sweeps of gridDim.x, a multiple of KF_SPLIT (so a row
+// block's chunks fall in one sweep and its blocks are resident together). Software-pipelined:
+// a block reads item k (pass 0; its partial statistics published, its chunk kept in shared
+// memory or left in L2), then writes item k-1, whose row's blocks have long since published:
+// DRAM sees reads and writes together and the wait for a row's last block is hidden.
+
 // The arrival counters of the row blocks, after the partials in scratch.
 __device__ __forceinline__ unsigned* kf_arrivals(const KfArgs& args, kf_i64 rows) {
   return reinterpret_cast<unsigned*>(reinterpret_cast<KfStat*>(args.scratch.data) +
                                      rows * KF_SPLIT);
 }
 
-// Items are (row block, chunk) pairs in row-block-major order, taken in sweeps of gridDim.x.
-// The grid is a multiple of KF_SPLIT, so a row block's chunks all fall in one sweep; its
-// blocks meet once, then write their chunks from what they still hold (registers, shared
-// memory, or L2: a sweep reads only as much as the resident blocks hold).
-__device__ __forceinline__ void kf_rows_sync_body(const KfArgs& args) {
+__device__ __forceinline__ unsigned kf_load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A partial statistic another block wrote in this launch: from L2, never from a line this
+// SM's L1 cached before it was written.
+__device__ __forceinline__ KfStat kf_load_partial(const KfStat* p) {
+  KfStat r;
+  const unsigned* src = reinterpret_cast<const unsigned*>(p);
+  unsigned* dst = reinterpret_cast<unsigned*>(&r);
+#pragma unroll
+  for (int i = 0; i < (int)(sizeof(KfStat) / 4); ++i) dst[i] = __ldcg(src + i);
+  return r;
+}
+
+struct KfItem {
+  kf_i64 rb;    // row block
+  int part;     // chunk of the row
+  kf_i64 row;   // this thread's row
+  bool valid;   // row < rows
+  kf_i64 c0;    // the chunk's columns [c0, c1)
+  kf_i64 c1;
+};
+
+__device__ __forceinline__ KfItem kf_item(kf_i64 item, kf_i64 rows, kf_i64 cols, kf_i64 chunk,
+                                          int rib) {
+  KfItem it;
+  it.rb = item / KF_SPLIT;
+  it.part = (int)(item % KF_SPLIT);
+  it.row = it.rb * KF_RPB + rib;
+  it.valid = it.row < rows;
+  it.c0 = min(cols, (kf_i64)it.part * chunk);
+  it.c1 = it.valid ? min(cols, it.c0 + chunk) : it.c0;
+  return it;
+}
+
+// Shared-memory buffer `buf` (0 or 1) for row `rib`'s chunk; null without a shared-memory
+// cache or when two chunks per row do not fit (the chunk is then re-read from L2).
+__device__ __forceinline__ TI* kf_sync_buffer(int buf, int rib, kf_i64 chunk) {
+#if KF_CACHE == 1
+  extern __shared__ __align__(16) unsigned char kf_dsmem[];
+  if (2 * (kf_i64)KF_RPB * chunk * (kf_i64)sizeof(TI) > (kf_i64)kf_dynamic_smem_bytes()) {
+    return nullptr;
+  }
+  return reinterpret_cast<TI*>(kf_dsmem) + ((kf_i64)buf * KF_RPB + rib) * chunk;
+#else
+  return nullptr;
+#endif
+}
+
+// Pass 0 over an item's chunk: its statistics published, then counted in at the row block's
+// arrival counter.
+template <int V>
+__device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& it, kf_i64 cols,
+                                             int lane, int rib, KfStat (*red)[KF_WARPS],
+                                             TI* sbuf, KfStat* partials, unsigned* arrivals) {
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
+  KfRowCtx ctx;
+  kf_init_ctx(ctx, args, it.row, cols);
+  KfStat s = kf_identity<0>();
+  kf_for_each<V>(it.c0, it.c1, lane, false, [&](kf_i64 c, int) {
+    const KfVec<TI, V> raw = *reinterpret_cast<const KfVec<TI, V>*>(xr + c);
+    if (sbuf != nullptr) *reinterpret_cast<KfVec<TI, V>*>(sbuf + (c - it.c0)) = raw;
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
+    kf_add<0, V>(s, v, c, ctx);
+  });
+  s = kf_reduce_row<0>(s, lane, rib, red);
+  if (it.valid && lane == 0) {
+    partials[it.row * KF_SPLIT + it.part] = s;
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) atomicAdd(arrivals + it.rb, 1u);
+}
+
+// Waits for the item's row block to be complete, merges the row's partials (fixed order: every
+// block of the row gets the same bits) and writes the chunk.
+template <int V>
+__device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& it, kf_i64 cols,
+                                              int lane, int rib, KfStat (*red)[KF_WARPS],
+                                              const TI* sbuf, const KfStat* partials,
+                                              const unsigned* arrivals) {
+  if (threadIdx.x == 0) {
+    while (kf_load_acquire(arrivals + it.rb) < (unsigned)KF_SPLIT) __nanosleep(64);
+  }
+  __syncthreads();
+  KfRowCtx ctx;
+  kf_init_ctx(ctx, args, it.row, cols);
+  KfStat s = kf_identity<0>();
+  if (it.valid) {
+    for (int q = lane; q < KF_SPLIT; q += KF_RT) {
+      s = kf_merge<0>(s, kf_load_partial(partials + it.row * KF_SPLIT + q));
+    }
+  }
+  s = kf_reduce_row<0>(s, lane, rib, red);
+  kf_finish<0>(s, ctx);
+#if KF_PER_ROW
+  if (it.valid && lane == 0 && it.part == 0) kf_write_row(s, ctx, args);
+#else
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
+  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (it.valid ? it.row * cols : 0);
+  auto read = [&](kf_i64 c, int, float (&v)[V]) {
+    if (sbuf != nullptr) {
+      kf_load<V>(sbuf + (c - it.c0), v);
+    } else {
+      kf_load<V>(xr + c, v);
+    }
+  };
+  kf_for_each_read<V>(it.c0, it.c1, lane, false, read, [&](kf_i64 c, const float (&v)[V]) {
+    float o[V];
+    kf_out_vec<V>(v, c, ctx, o);
+    kf_store<V>(yr + c, o);
+  });
+#endif
+}
+
+template <int V>
+__device__ __forceinline__ void kf_rows_sync_body(const KfArgs& args, kf_i64 rows, kf_i64 cols) {
   __shared__ KfStat red[KF_RPB][KF_WARPS];
-  kf_i64 rows, cols;
-  kf_geometry(args, rows, cols);
   const int lane = threadIdx.x % KF_RT;
   const int rib = threadIdx.x / KF_RT;
   const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
+  KfStat* partials = reinterpret_cast<KfStat*>(args.scratch.data);
   unsigned* arrivals = kf_arrivals(args, rows);
-  const bool vec_ok = kf_vec_ok(args, cols);
   const kf_i64 items = kf_ceil_div(rows, KF_RPB) * KF_SPLIT;
-  for (kf_i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const kf_i64 rb = item / KF_SPLIT;
-    const int by = (int)(item % KF_SPLIT);
-    const kf_i64 row = rb * KF_RPB + rib;
-    const bool valid = row < rows;
-    const kf_i64 c0 = min(cols, (kf_i64)by * chunk);
-    const kf_i64 c1 = min(cols, c0 + chunk);
-    if (vec_ok) {
-      kf_row<KF_VEC, 3>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, nullptr,
-                        arrivals + rb);
-    } else {
-      kf_row<1, 3>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, nullptr,
-                   arrivals + rb);
+  for (kf_i64 k = 0;; ++k) {
+    const kf_i64 item = blockIdx.x + k * gridDim.x;
+    if (item < items) {
+      kf_sync_read<V>(args, kf_item(item, rows, cols, chunk, rib), cols, lane, rib, red,
+                      kf_sync_buffer(k & 1, rib, chunk), partials, arrivals);
     }
+    if (k > 0) {
+      kf_sync_write<V>(args, kf_item(item - gridDim.x, rows, cols, chunk, rib), cols, lane, rib,
+                       red, kf_sync_buffer((k - 1) & 1, rib, chunk), partials, arrivals);
+    }
+    if (item >= items) break;
   }
 }
 #endif
@@ -391,7 +457,13 @@ extern "C" __global__ void kf_rows_clear(KfArgs args) {
   }
 }
 extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sync(KfArgs args) {
-  kf_rows_sync_body(args);
+  kf_i64 rows, cols;
+  kf_geometry(args, rows, cols);
+  if (kf_vec_ok(args, cols)) {
+    kf_rows_sync_body<KF_VEC>(args, rows, cols);
+  } else {
+    kf_rows_sync_body<1>(args, rows, cols);
+  }
 }
 )";
 
@@ -928,6 +1000,10 @@ class RowKernelGenerator : public KernelGenerator {
     if (split > 1 && c.Get("split_mode") != "cluster" && TwoPass(c)) {
       return "a row split through scratch needs one-pass statistics";
     }
+    if (Sync(c) && !per_row_ && c.Get("cache") == "regs") {
+      return "a sync split holds two chunks per block (one read, one written): shared memory or "
+             "L2, not registers";
+    }
     if (Sync(c) && split > gpu_.sm_count * SyncBlocksPerSm(c)) {
       return absl::StrCat("a row's ", split, " blocks cannot all be resident: the GPU holds ",
                           gpu_.sm_count * SyncBlocksPerSm(c), " blocks of ", block,
@@ -981,7 +1057,8 @@ class RowKernelGenerator : public KernelGenerator {
     const int rpb = c.GetInt("rows_per_block");
     int64_t bytes = StaticSharedBytes(c);
     if (!per_row_ && c.Get("cache") == "smem") {
-      bytes += int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
+      // A sync split double-buffers: the chunk being read and the one being written.
+      bytes += (Sync(c) ? 2 : 1) * int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
     }
     return bytes;
   }
@@ -1114,9 +1191,9 @@ class RowKernelGenerator : public KernelGenerator {
   }
 
   // The prior of a sync split: a clearing launch, then one cooperative launch of sweeps of
-  // resident blocks. Each sweep reads its chunks once, meets (a barrier's worth of latency per
-  // sweep) and writes them from registers or shared memory, or re-reads them from L2 while a
-  // sweep's chunks fit in half of it.
+  // resident blocks, each block reading one item while it writes the one before (from shared
+  // memory, or from L2 while two sweeps' chunks fit in half of it). The wait for a row's last
+  // block mostly hides behind the next item's reads.
   double SyncSeconds(const Config& c, double pass_cycles, double reduce_cycles,
                      double per_elem_ops, double flight_elems, double in_bytes,
                      double out_bytes, double weight_bytes) const {
@@ -1129,10 +1206,10 @@ class RowKernelGenerator : public KernelGenerator {
     const double grid = std::min(items, std::floor(double(gpu_.sm_count) *
                                                    SyncBlocksPerSm(c) / split) * split);
     const double sweeps = std::ceil(items / std::max(1.0, grid));
-    const bool held = !per_row_ && c.Get("cache") != "none";
+    const bool held = !per_row_ && c.Get("cache") == "smem";
     const double reread = per_row_ || held ? 0 : in_bytes;
-    const bool reread_in_l2 = grid * rpb * Chunk(c) * in_size <= 0.5 * double(gpu_.l2_bytes);
-    constexpr double kMeetCycles = 2500;  // fence, atomic, polling, the partials from L2
+    const bool reread_in_l2 = 2 * grid * rpb * Chunk(c) * in_size <= 0.5 * double(gpu_.l2_bytes);
+    constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
 
     LaunchCost clear;
     clear.blocks = std::ceil(items / split / 256);
@@ -1151,11 +1228,7 @@ class RowKernelGenerator : public KernelGenerator {
         sweeps * (pass_cycles + (held ? 400 : pass_cycles) + 2 * reduce_cycles + kMeetCycles);
     const double width = AccessWidthPenalty(vec * in_size) * (vec * in_size < 16 ? 1.04 : 1.0);
     main.dram_bytes *= width;
-    // A sweep's blocks start together, so its reads and its writes do not overlap, and each
-    // row waits for its slowest block: on the H200 (2026-12-01) sync splits ran 0.9-1.1x the
-    // time of the best scratch splits of group norm, not the 0.8x the bytes alone predict.
-    constexpr double kSweepInefficiency = 1.2;
-    return kSweepInefficiency * synth::EstimateSeconds(gpu_, {clear, main});
+    return synth::EstimateSeconds(gpu_, {clear, main});
   }
 
   std::vector<Config> Seeds() const override {
@@ -1359,8 +1432,8 @@ class RowKernelGenerator : public KernelGenerator {
     if (cache == "smem") {
       const int64_t limit = sync ? SyncSharedLimit(c)
                                  : gpu_.shared_bytes_per_block_optin - StaticSharedBytes(c);
-      shared = absl::StrCat("min(", rpb, " * CHUNK * ", ElementSize(p_.in_dtype), ", ", limit,
-                            ")");
+      shared = absl::StrCat("min(", sync ? 2 * rpb : rpb, " * CHUNK * ", ElementSize(p_.in_dtype),
+                            ", ", limit, ")");
     }
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (sync) {
