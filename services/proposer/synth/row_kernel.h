@@ -4,8 +4,9 @@
 // argmax...) and then writes either every element (softmax, norms) or one value per row
 // (reductions). Parameters: threads per row, rows per block, vector width, one-pass vs
 // two-pass, register / shared-memory row caching, splitting a row across blocks (scratch,
-// two launches) or across a thread-block cluster (distributed shared memory), unroll,
-// fast-math intrinsics, one-shot vs grid-stride grid.
+// two launches; or one cooperative launch whose blocks meet at a counter) or across a
+// thread-block cluster (distributed shared memory), unroll, fast-math intrinsics, one-shot vs
+// grid-stride grid.
 #pragma once
 
 #include <memory>
