@@ -46,6 +46,8 @@ TEST(OptimizeGpuTest, FindsAPassingKernelPerTargetAndWritesTheReport) {
     EXPECT_LE(t["iterations"].get<int>(), 8);
     EXPECT_GE(t["verdict_counts"].value("PASS", 0), 1);
     ASSERT_FALSE(t["best_candidate_id"].get<std::string>().empty());
+    EXPECT_EQ(t["best_proposer"].get<std::string>().rfind("synth:", 0), 0u);
+    EXPECT_FALSE(t["best_params"].empty());
     EXPECT_TRUE(t["reconfirmed"].get<bool>());
     EXPECT_GT(t["speedup"].get<double>(), 0);
     EXPECT_GT(t["eager_s"].get<double>(), 0);

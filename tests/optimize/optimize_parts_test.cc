@@ -137,6 +137,8 @@ TEST(OptimizeReportTest, EndToEndEstimateCountsWinnersByShare) {
   TargetReport a;
   a.target = MakeTarget("a", "aten::softmax", 0.5);
   a.speedup = 2.0;
+  a.best_proposer = "synth:rowwise";
+  a.best_params = {{"row_threads", "64"}, {"vec", "4"}};
   TargetReport b;
   b.target = MakeTarget("b", "aten::relu", 0.2);  // no winner
   report.targets = {a, b};
@@ -147,8 +149,11 @@ TEST(OptimizeReportTest, EndToEndEstimateCountsWinnersByShare) {
   EXPECT_EQ(json["targets"][0]["op"], "aten::softmax");
   EXPECT_EQ(json["targets"][0]["signature"], "f32[64,512] dim=-1");
   EXPECT_EQ(json["targets"][0]["tree"], "trees/a.pb");
+  EXPECT_EQ(json["targets"][0]["best_proposer"], "synth:rowwise");
+  EXPECT_EQ(json["targets"][0]["best_params"]["vec"], "4");
   const std::string text = FormatSummaryText(report);
   EXPECT_NE(text.find("2.00x"), std::string::npos);
+  EXPECT_NE(text.find("by synth:rowwise: row_threads=64 vec=4"), std::string::npos) << text;
   EXPECT_NE(text.find("estimated end-to-end speedup"), std::string::npos);
 }
 

@@ -125,6 +125,10 @@ def target_table(run, report, times, have_times, notes):
             eager_k_cell = cell(eager_k, ("-", "kforge recorded no eager time"), notes)
             why = t.get("error") or f"no candidate beat eager (stop: {t.get('stop_reason')})"
             best_cell = cell(best, ("no winner", why), notes)
+            if best is not None and t.get("best_proposer"):
+                params = " ".join(f"{k}={v}" for k, v in sorted((t.get("best_params") or {}).items()))
+                winner = f"winner by {t['best_proposer']}" + (f": {params}" if params else "")
+                best_cell += f" {notes.mark(winner)}"
         if rec is None:
             why = ("no torch-times row for this target: run kforge report RUN --torch-rows, "
                    "then torch_compile_times.py" if have_times else

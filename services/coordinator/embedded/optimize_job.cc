@@ -150,6 +150,9 @@ TargetReport ReportFromSearch(const SearchTree& tree, const TargetSearchResult& 
     if (e.eager().median_s() > 0) r.eager_s = e.eager().median_s();
     if (e.floor_s() > 0) r.floor_s = e.floor_s();
     r.best_candidate_id = result.best->candidate().id();
+    r.best_proposer = result.best->candidate().proposer();
+    r.best_params = {result.best->candidate().params().begin(),
+                     result.best->candidate().params().end()};
     r.reconfirmed = e.reconfirmed();
   }
   return r;

@@ -74,6 +74,8 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
         {"verdict_counts", t.verdict_counts},
         {"stop_reason", t.stop_reason},
         {"best_candidate_id", t.best_candidate_id},
+        {"best_proposer", t.best_proposer},
+        {"best_params", t.best_params},
         {"reconfirmed", t.reconfirmed},
         {"kernel_dir", t.kernel_dir},
         {"tree", absl::StrCat("trees/", t.target.id(), ".pb")},
@@ -160,6 +162,14 @@ std::string FormatSummaryText(const OptimizeReport& report) {
                                             t.compiled.size(), ok));
     }
     if (!t.kernel_dir.empty()) absl::StrAppend(&out, "             winner: ", t.kernel_dir, "\n");
+    if (!t.best_proposer.empty()) {
+      std::string params;
+      for (const auto& [name, value] : t.best_params) {
+        absl::StrAppend(&params, params.empty() ? "" : " ", name, "=", value);
+      }
+      absl::StrAppend(&out, "             by ", t.best_proposer, params.empty() ? "" : ": ", params,
+                      "\n");
+    }
     if (!t.error.empty()) absl::StrAppend(&out, "             error: ", t.error, "\n");
     for (const std::string& note : t.notes)
       absl::StrAppend(&out, "             note: ", note, "\n");

@@ -40,6 +40,8 @@ struct TargetReport {
   double speedup = 0;  // re-confirmed; 0: no winner
   double search_best_speedup = 0;
   std::string best_candidate_id;
+  std::string best_proposer;                      // "synth:group_norm", "openai:MODEL" ...
+  std::map<std::string, std::string> best_params;  // the synthesizer's config; empty for LLMs
   bool reconfirmed = false;
   std::string kernel_dir;  // relative to the run directory; empty without a winner
   std::string error;
