@@ -356,6 +356,19 @@ TEST(SynthesizerTest, MismatchWithFastMathTurnsItOff) {
   for (const auto& c : children->candidates()) EXPECT_EQ(c.params().at("fast_math"), "0");
 }
 
+// A request for children of `config`, a node of the sample's family whose launch failed with
+// `message`.
+v1::ProposeRequest AfterLaunchError(const testing::SampleTarget& sample, const Config& config,
+                                    const std::string& message) {
+  v1::Candidate parent;
+  parent.set_id("parent");
+  parent.set_proposer("synth:" + sample.family);
+  for (const auto& [k, v] : config.values()) (*parent.mutable_params())[k] = v;
+  v1::ProposeRequest request = Request(sample.target, 8, 9);
+  *request.mutable_parent() = Evaluated(parent, v1::LAUNCH_ERROR, message);
+  return request;
+}
+
 TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
   Synthesizer synth;
   const auto samples = SampleTargets(v1::FLOAT32);
@@ -365,16 +378,8 @@ TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
       "row_threads=256;rows_per_block=4;vec=4;algo=welford;cache=smem;reg_cache=8;split=1;"
       "split_mode=scratch;unroll=1;grid=oneshot");
   ASSERT_EQ(generator->Check(config), "");
-  auto kernel = generator->Generate(config);
-  ASSERT_TRUE(kernel.ok());
-  v1::Candidate parent;
-  parent.set_id("parent");
-  parent.set_proposer("synth:rowwise");
-  for (const auto& [k, v] : config.values()) (*parent.mutable_params())[k] = v;
-  v1::ProposeRequest request = Request(sample.target, 8, 9);
-  *request.mutable_parent() = Evaluated(
-      parent, v1::LAUNCH_ERROR, "cuLaunchKernelEx: too much shared memory requested (12288 bytes)");
-  auto children = synth.Propose(request);
+  auto children = synth.Propose(AfterLaunchError(
+      sample, config, "cuLaunchKernelEx: too much shared memory requested (12288 bytes)"));
   ASSERT_TRUE(children.ok());
   ASSERT_GE(children->candidates_size(), 1);
   for (const auto& c : children->candidates()) {
@@ -392,16 +397,10 @@ TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
       "row_threads=256;rows_per_block=1;vec=4;algo=online;cache=none;reg_cache=8;split=8;"
       "split_mode=sync;unroll=2;fast_math=0;grid=oneshot");
   ASSERT_EQ(generator->Check(config), "");
-  v1::Candidate parent;
-  parent.set_id("parent");
-  parent.set_proposer("synth:rowwise");
-  for (const auto& [k, v] : config.values()) (*parent.mutable_params())[k] = v;
-  v1::ProposeRequest request = Request(sample.target, 8, 9);
-  *request.mutable_parent() = Evaluated(
-      parent, v1::LAUNCH_ERROR,
+  auto children = synth.Propose(AfterLaunchError(
+      sample, config,
       "launch 1 (kf_rows_sync, grid 264x1x1) was refused: too many blocks in cooperative "
-      "launch (a cooperative launch's blocks must all fit on the GPU at once)");
-  auto children = synth.Propose(request);
+      "launch (a cooperative launch's blocks must all fit on the GPU at once)"));
   ASSERT_TRUE(children.ok());
   ASSERT_GE(children->candidates_size(), 1);
   for (const auto& c : children->candidates()) EXPECT_NE(c.params().at("split_mode"), "sync");
