@@ -1450,8 +1450,11 @@ class RowKernelGenerator : public KernelGenerator {
                                 " * ", split, ")")});
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
                                         " + ROW_BLOCKS * 4");
-      plan.launches.push_back(
-          {"kf_rows_clear", {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"}, {256, 1, 1}, "0", {}});
+      plan.launches.push_back({"kf_rows_clear",
+                               {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"},
+                               {256, 1, 1},
+                               "0",
+                               {}});
       PlanLaunch launch{"kf_rows_sync", {"GRID", "1", "1"}, block, shared, {}};
       launch.cooperative = true;
       plan.launches.push_back(launch);
