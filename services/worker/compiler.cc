@@ -182,27 +182,48 @@ v1::CompileOptions Compiler::Normalize(const v1::CompileOptions& options) const 
   return normalized;
 }
 
+namespace {
+
+// Length-prefixed fields, so no two different inputs concatenate to the same bytes.
+class KeyHasher {
+ public:
+  void Field(std::string_view name, std::string_view value) {
+    hasher_.Update(name);
+    hasher_.Update(absl::StrCat(":", value.size(), ":"));
+    hasher_.Update(value);
+  }
+  std::string Finish() { return hasher_.Finish(); }
+
+ private:
+  Sha256Hasher hasher_;
+};
+
+}  // namespace
+
 std::string Compiler::CacheKey(const v1::Candidate& candidate,
                                const v1::CompileOptions& options) const {
-  const v1::CompileOptions normalized = Normalize(options);
-  Sha256Hasher hasher;
-  // Length-prefixed fields, so no two different inputs concatenate to the same bytes.
-  auto field = [&hasher](std::string_view name, std::string_view value) {
-    hasher.Update(name);
-    hasher.Update(absl::StrCat(":", value.size(), ":"));
-    hasher.Update(value);
-  };
-  field("schema", "kforge-compile-1");
-  field("source", CanonicalSource(candidate.source()));
+  KeyHasher key;
+  key.Field("schema", "kforge-compile-1");
   auto plan = LaunchPlan::Parse(candidate.launch_plan_json());
-  field("plan", plan.ok() ? plan->canonical_json() : candidate.launch_plan_json());
+  key.Field("plan", plan.ok() ? plan->canonical_json() : candidate.launch_plan_json());
+  key.Field("source", SourceCacheKey(candidate.source(), options));
+  return absl::StrCat("compile/", key.Finish());
+}
+
+std::string Compiler::SourceCacheKey(const std::string& source,
+                                     const v1::CompileOptions& options) const {
+  const v1::CompileOptions normalized = Normalize(options);
+  KeyHasher key;
+  auto field = [&key](std::string_view name, std::string_view value) { key.Field(name, value); };
+  field("schema", "kforge-compile-source-1");
+  field("source", CanonicalSource(source));
   field("abi", KforgeDeviceHeader());
   field("compiler", compiler_version_);
   field("arch", normalized.arch());
   field("fast_math", normalized.fast_math() ? "1" : "0");
   field("max_registers", std::to_string(normalized.max_registers()));
   for (const std::string& flag : normalized.extra_flags()) field("flag", flag);
-  return absl::StrCat("compile/", hasher.Finish());
+  return absl::StrCat("compile-source/", key.Finish());
 }
 
 v1::CompileResult Compiler::Compile(const v1::Candidate& candidate,
@@ -228,7 +249,6 @@ v1::CompileResult Compiler::Compile(const v1::Candidate& candidate,
   }
   v1::CompileResult result = CompileUncached(candidate, normalized);
   result.set_cache_key(key);
-  result.set_cache_hit(false);
   result.set_duration_s(absl::ToDoubleSeconds(absl::Now() - start));
   StoreResult(key, result);
   return result;
@@ -258,7 +278,7 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
     plan = *std::move(parsed);
   }
 
-  v1::CompileResult result = RunChild(CanonicalSource(candidate.source()), options);
+  v1::CompileResult result = CompileSource(candidate.source(), options);
   if (result.status() == v1::COMPILE_OK && plan) {
     for (const std::string& entry : plan->EntryPoints()) {
       bool mangled = false;
@@ -274,6 +294,22 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
       return refused;
     }
   }
+  return result;
+}
+
+v1::CompileResult Compiler::CompileSource(const std::string& source,
+                                          const v1::CompileOptions& options) {
+  const std::string key = SourceCacheKey(source, options);
+  if (cache_ != nullptr) {
+    auto cached = cache_->Get(key);
+    v1::CompileResult result;
+    if (cached.ok() && cached->has_value() && result.ParseFromString(**cached)) {
+      result.set_cache_hit(true);
+      return result;
+    }
+  }
+  v1::CompileResult result = RunChild(CanonicalSource(source), options);
+  StoreResult(key, result);
   return result;
 }
 

@@ -49,12 +49,17 @@ class Compiler {
   // non-UTF-8 source, dynamic parallelism, rdc, a disallowed flag, a launch plan that does not
   // parse or names an entry the source does not define); TIMEOUT; RESOURCE_LIMIT (memory
   // limit or a crash of the compiler process, with its stderr). For non-OK results the log
-  // holds the explanation. cache_hit says whether the result came from the cache.
+  // holds the explanation. cache_hit says whether NVRTC's output came from the cache (this
+  // candidate's entry, or that of another with the same source).
   v1::CompileResult Compile(const v1::Candidate& candidate, const v1::CompileOptions& options);
 
   // "compile/<sha256 hex>" over canonical source, canonical launch plan, the ABI header,
   // compiler version and normalized options (the arch filled in).
   std::string CacheKey(const v1::Candidate& candidate, const v1::CompileOptions& options) const;
+  // "compile-source/<sha256 hex>": the same without the plan. NVRTC's output is cached under it
+  // too, so candidates that differ only in their launch plan (a synthesizer config's grid
+  // sizing) compile once; each still gets its own plan checks.
+  std::string SourceCacheKey(const std::string& source, const v1::CompileOptions& options) const;
 
   const std::string& compiler_version() const { return compiler_version_; }
   const std::string& cuda_include_dir() const { return cuda_include_dir_; }
@@ -67,6 +72,8 @@ class Compiler {
   v1::CompileOptions Normalize(const v1::CompileOptions& options) const;
   v1::CompileResult CompileUncached(const v1::Candidate& candidate,
                                     const v1::CompileOptions& options);
+  // RunChild behind the source-level cache entry.
+  v1::CompileResult CompileSource(const std::string& source, const v1::CompileOptions& options);
   v1::CompileResult RunChild(const std::string& source, const v1::CompileOptions& options);
   void StoreResult(const std::string& key, const v1::CompileResult& result);
 

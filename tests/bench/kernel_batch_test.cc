@@ -2,6 +2,7 @@
 // macro hygiene and plan rewriting, and the canonical PTX used to compare compiles.
 #include "tools/bench/kernel_batch.h"
 
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -40,7 +41,8 @@ TEST(ExternEntryNames, FindsExternCGlobalsWithAndWithoutLaunchBounds) {
 }
 
 TEST(BatchKernels, RenamesEntriesPerMemberAndRewritesPlans) {
-  auto batch = BatchKernels({{kSource, kPlan}, {kSource, kPlan}});
+  const std::string other = std::string("// another config\n") + kSource;
+  auto batch = BatchKernels({{kSource, kPlan}, {other, kPlan}});
   ASSERT_TRUE(batch.ok()) << batch.status();
   const std::string& s = batch->source;
   EXPECT_THAT(s, HasSubstr("kf_rows__kfb0(KfArgs"));
@@ -60,8 +62,24 @@ TEST(BatchKernels, RenamesEntriesPerMemberAndRewritesPlans) {
   EXPECT_THAT(batch->launched[1], ElementsAre("kf_rows__kfb1", "kf_rows_finish__kfb1"));
 }
 
+// Members with the same source (configs that differ only in their launch plan) share one copy
+// of it: one namespace, compiled once, each member's plan renamed to its entries.
+TEST(BatchKernels, MembersWithTheSameSourceShareItsCode) {
+  const std::string other_plan = absl::StrReplaceAll(kPlan, {{"\"1\"", "\"7\""}});
+  auto batch = BatchKernels({{kSource, kPlan}, {kSource, other_plan}});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_THAT(batch->source, HasSubstr("namespace kfb0 {"));
+  EXPECT_THAT(batch->source, Not(HasSubstr("namespace kfb1 {")));
+  ASSERT_EQ(batch->plans.size(), 2u);
+  nlohmann::json plan = nlohmann::json::parse(batch->plans[1]);
+  EXPECT_EQ(plan["launches"][0]["entry"], "kf_rows__kfb0");
+  EXPECT_EQ(plan["launches"][0]["grid"][0], "7");
+  EXPECT_EQ(batch->entries[1], batch->entries[0]);
+  EXPECT_THAT(batch->launched[1], ElementsAre("kf_rows__kfb0", "kf_rows_finish__kfb0"));
+}
+
 TEST(BatchKernels, HoistsIncludesOnceAndUndefinesEachMembersMacros) {
-  auto batch = BatchKernels({{kSource, kPlan}, {kSource, kPlan}});
+  auto batch = BatchKernels({{kSource, kPlan}, {std::string("// another\n") + kSource, kPlan}});
   ASSERT_TRUE(batch.ok()) << batch.status();
   const std::string& s = batch->source;
   EXPECT_EQ(s.find("#include \"kforge_device.h\""), 0u);

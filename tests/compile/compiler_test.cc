@@ -317,6 +317,23 @@ TEST(CompilerTest, SecondCompileIsALocalCacheHit) {
   fast.set_fast_math(true);
   EXPECT_NE(compiler->CacheKey(Candidate(kScaleSource), fast), first.cache_key());
 
+  // The same source with another plan: its own key, NVRTC's output from the source's entry,
+  // and the plan still checked.
+  v1::CompileResult replanned = compiler->Compile(
+      Candidate(kScaleSource, R"json({"launches": [{"entry": "kf_scale", "grid": [7],
+                                                     "block": [128]}]})json"),
+      {});
+  EXPECT_EQ(replanned.status(), v1::COMPILE_OK) << replanned.log();
+  EXPECT_TRUE(replanned.cache_hit());
+  EXPECT_NE(replanned.cache_key(), first.cache_key());
+  EXPECT_EQ(replanned.cubin(), first.cubin());
+  v1::CompileResult misplanned = compiler->Compile(
+      Candidate(kScaleSource, R"json({"launches": [{"entry": "kf_nope", "grid": [7],
+                                                     "block": [128]}]})json"),
+      {});
+  EXPECT_EQ(misplanned.status(), v1::COMPILE_REFUSED);
+  EXPECT_THAT(misplanned.log(), HasSubstr("plan names entry kf_nope"));
+
   // Failures are cached too (with a TTL).
   v1::Candidate broken = Candidate("extern \"C\" __global__ void kf_scale() { nope }\n");
   EXPECT_FALSE(compiler->Compile(broken, {}).cache_hit());

@@ -97,15 +97,54 @@ std::vector<std::string> ExternEntryNames(std::string_view source) {
   return out;
 }
 
+namespace {
+
+// Member m's plan with its entries renamed, its renames and launched entries, onto `batch`.
+absl::Status AddMemberPlan(const BatchMember& member, size_t m,
+                           std::map<std::string, std::string> renames, KernelBatch* batch) {
+  nlohmann::ordered_json plan =
+      nlohmann::ordered_json::parse(member.launch_plan_json, nullptr, false);
+  if (plan.is_discarded() || !plan.contains("launches") || !plan["launches"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch member ", m, "'s launch plan does not parse or has no launches"));
+  }
+  std::vector<std::string> launched;
+  for (auto& launch : plan["launches"]) {
+    const std::string entry = launch.value("entry", "");
+    auto it = renames.find(entry);
+    if (it == renames.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batch member ", m, "'s plan launches '", entry,
+          "', which its source does not define as an extern \"C\" __global__ function"));
+    }
+    launch["entry"] = it->second;
+    launched.push_back(it->second);
+  }
+  batch->plans.push_back(plan.dump(2));
+  batch->entries.push_back(std::move(renames));
+  batch->launched.push_back(std::move(launched));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<KernelBatch> BatchKernels(const std::vector<BatchMember>& members) {
   KernelBatch batch;
   std::vector<std::string> includes;
   std::string body;
+  std::map<std::string, size_t> first_with_source;
   for (size_t m = 0; m < members.size(); ++m) {
     const BatchMember& member = members[m];
+    // A member whose source an earlier one has (another launch plan for the same code) uses
+    // that member's copy and entry names.
+    const auto [first, fresh] = first_with_source.emplace(member.source, m);
     std::map<std::string, std::string> renames;
     for (const std::string& e : ExternEntryNames(member.source)) {
-      renames[e] = e + BatchEntrySuffix(m);
+      renames[e] = e + BatchEntrySuffix(first->second);
+    }
+    if (!fresh) {
+      if (absl::Status s = AddMemberPlan(member, m, std::move(renames), &batch); !s.ok()) return s;
+      continue;
     }
     std::string chunk;
     std::vector<std::string> macros;
@@ -140,27 +179,7 @@ absl::StatusOr<KernelBatch> BatchKernels(const std::vector<BatchMember>& members
                     "}  // namespace kfb", m, "\n");
     for (const std::string& macro : macros) absl::StrAppend(&body, "#undef ", macro, "\n");
 
-    nlohmann::ordered_json plan =
-        nlohmann::ordered_json::parse(member.launch_plan_json, nullptr, false);
-    if (plan.is_discarded() || !plan.contains("launches") || !plan["launches"].is_array()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch member ", m, "'s launch plan does not parse or has no launches"));
-    }
-    std::vector<std::string> launched;
-    for (auto& launch : plan["launches"]) {
-      const std::string entry = launch.value("entry", "");
-      auto it = renames.find(entry);
-      if (it == renames.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "batch member ", m, "'s plan launches '", entry,
-            "', which its source does not define as an extern \"C\" __global__ function"));
-      }
-      launch["entry"] = it->second;
-      launched.push_back(it->second);
-    }
-    batch.plans.push_back(plan.dump(2));
-    batch.entries.push_back(std::move(renames));
-    batch.launched.push_back(std::move(launched));
+    if (absl::Status s = AddMemberPlan(member, m, std::move(renames), &batch); !s.ok()) return s;
   }
   for (const std::string& include : includes) absl::StrAppend(&batch.source, include, "\n");
   batch.source += body;

@@ -37,6 +37,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -110,6 +111,7 @@ struct Kernel {  // one distinct generated kernel (several configs may share one
 // Kernels compiled as one NVRTC program (kernel_batch.h); the cubin holds all of them.
 struct Batch {
   std::vector<size_t> kernels;  // indexes into Row::kernels
+  size_t sources = 0;           // distinct sources among them (what NVRTC compiles)
   std::string cubin;
 };
 
@@ -288,8 +290,11 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     }
     if (kernel.carried) ++row.carried_configs;
   }
-  // The kernels still to compile, in sweep order, in batches.
+  // The kernels still to compile, in sweep order, in batches of `batch_size` sources. Kernels
+  // whose source an earlier one has (configs that differ only in their launch plan) join its
+  // batch, which compiles that source once for all of them (kernel_batch.h).
   const size_t batch_size = static_cast<size_t>(std::max(1, options.batch_size));
+  std::unordered_map<size_t, size_t> batch_of_source;  // source hash -> batch
   for (size_t k = 0; k < row.kernels.size(); ++k) {
     Kernel& kernel = row.kernels[k];
     if (kernel.carried) {
@@ -301,11 +306,19 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
       kernel.compiled.set_log("not swept: --finish sweeps nothing new");
       continue;
     }
-    if (row.batches.empty() || row.batches.back().kernels.size() >= batch_size) {
+    const size_t source_hash = std::hash<std::string>{}(kernel.candidate.source());
+    if (auto shared = batch_of_source.find(source_hash); shared != batch_of_source.end()) {
+      kernel.batch = shared->second;
+      row.batches[kernel.batch].kernels.push_back(k);
+      continue;
+    }
+    if (row.batches.empty() || row.batches.back().sources >= batch_size) {
       row.batches.emplace_back();
     }
     kernel.batch = row.batches.size() - 1;
     row.batches.back().kernels.push_back(k);
+    ++row.batches.back().sources;
+    batch_of_source[source_hash] = kernel.batch;
   }
   row.generate_s = Seconds(start);
 }
@@ -788,22 +801,24 @@ std::string CompileOnlyTable(const std::vector<std::unique_ptr<Row>>& rows,
                              const TableContext& ctx) {
   std::string out =
       "| op, shape, dtype | family | product space | canonical | valid | to sweep | kernels | "
-      "compiled | compile failed | enumerate s | compile s |\n"
-      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "sources | compiled | compile failed | enumerate s | compile s |\n"
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   int64_t valid = 0, compiled = 0;
   for (const auto& r : rows) {
     if (!r->error.empty()) {
       absl::StrAppend(&out, "| ", r->anchor.label, " | ", r->family, " | ", r->error,
-                      " | | | | | | | | |\n");
+                      " | | | | | | | | | |\n");
       continue;
     }
     valid += static_cast<int64_t>(r->enumeration.valid.size());
     compiled += CountCompiled(*r, true);
-    absl::StrAppendFormat(&out, "| %s | %s | %.0f | %d | %d | %d | %d | %d | %d | %.2f | %.1f |\n",
-                          r->anchor.label, r->family, r->enumeration.product,
-                          r->enumeration.canonical, r->enumeration.valid.size(), r->configs.size(),
-                          r->kernels.size(), CountCompiled(*r, true), CountCompiled(*r, false),
-                          r->enumerate_s, r->compile_s);
+    size_t sources = 0;
+    for (const Batch& b : r->batches) sources += b.sources;
+    absl::StrAppendFormat(
+        &out, "| %s | %s | %.0f | %d | %d | %d | %d | %d | %d | %d | %.2f | %.1f |\n",
+        r->anchor.label, r->family, r->enumeration.product, r->enumeration.canonical,
+        r->enumeration.valid.size(), r->configs.size(), r->kernels.size(), sources,
+        CountCompiled(*r, true), CountCompiled(*r, false), r->enumerate_s, r->compile_s);
   }
   absl::StrAppendFormat(
       &out,

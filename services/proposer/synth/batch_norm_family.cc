@@ -190,7 +190,7 @@ class BatchNormGenerator : public KernelGenerator {
     }
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
     const bool plane = c.Get("mode") == "plane";
-    std::string src = absl::StrCat("// kforge synth: batch_norm inference, ", c.ToString(), "\n");
+    std::string src = SourceHeader("batch_norm inference");
     src += DevicePreamble({});
     const char* types[4] = {"TW", "TB", "TM", "TV"};
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype), " TI;\ntypedef ",

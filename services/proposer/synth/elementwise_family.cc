@@ -364,7 +364,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     }
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
     const bool fast = c.GetInt("fast_math") == 1;
-    std::string src = absl::StrCat("// kforge synth: ", p_.name, " elementwise, ", c.ToString(), "\n");
+    std::string src = SourceHeader(absl::StrCat(p_.name, " elementwise"));
     src += DevicePreamble({.fast_math = fast});
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype[0]), " T0;\ntypedef ",
                     CudaType(p_.in_dtype[p_.num_inputs > 1 ? 1 : 0]), " T1;\ntypedef ",

@@ -123,6 +123,10 @@ std::string FloatLiteral(double value) {
   return absl::StrCat("((float)", text, ")");
 }
 
+std::string SourceHeader(const std::string& what) {
+  return absl::StrCat("// kforge synth: ", what, "\n");
+}
+
 std::string PlanJson(const PlanSpec& plan) {
   nlohmann::ordered_json json;
   nlohmann::ordered_json let = nlohmann::ordered_json::array();

@@ -19,6 +19,11 @@ struct PreambleOptions {
 // clusters kf_cluster_sync / kf_cluster_rank / kf_dsmem_u32.
 std::string DevicePreamble(const PreambleOptions& options);
 
+// The first line of every generated source: "// kforge synth: <what>". It names the kernel, not
+// its config, so configs that differ only in their launch plan (grid sizing) generate the same
+// source and share one compile; the config travels as the candidate's params.
+std::string SourceHeader(const std::string& what);
+
 // A C++ float expression with the exact double value: "((float)1.0000000000000001e-05)".
 std::string FloatLiteral(double value);
 

@@ -164,8 +164,7 @@ class PoolGenerator : public KernelGenerator {
   absl::StatusOr<GeneratedKernel> Generate(const Config& c) const override {
     const int threads = c.GetInt("threads"), ilp = c.GetInt("ilp");
     static const char* kNames[] = {"adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"};
-    std::string src = absl::StrCat("// kforge synth: ", kNames[static_cast<int>(p_.kind)], ", ",
-                                   c.ToString(), "\n");
+    std::string src = SourceHeader(kNames[static_cast<int>(p_.kind)]);
     src += DevicePreamble({});
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.dtype), " TI;\ntypedef ", CudaType(p_.dtype),
                     " TO;\n");

@@ -244,8 +244,8 @@ class ColumnReduceGenerator : public KernelGenerator {
     }
     const int tx = c.GetInt("tile_threads"), ty = c.GetInt("reduce_threads");
     const int vec = c.GetInt("vec"), split = c.GetInt("split");
-    std::string src = absl::StrCat("// kforge synth: ", RowOpName(p_.op), " over dims ", p_.first,
-                                   "..", p_.last, " (columns), ", c.ToString(), "\n");
+    std::string src = SourceHeader(
+        absl::StrCat(RowOpName(p_.op), " over dims ", p_.first, "..", p_.last, " (columns)"));
     src += DevicePreamble({});
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype), " TI;\ntypedef ",
                     p_.op == RowOp::kArgmax ? "long long" : CudaType(p_.out_dtype), " TO;\n");
