@@ -1192,14 +1192,16 @@ int Main(int argc, char** argv) {
       }
       // Enumeration and generation are quick next to compiling: queue each row as it is ready.
       PrepareRow(r, model, prepare);
+      size_t sources = 0;
+      for (const Batch& b : r.batches) sources += b.sources;
       std::fprintf(stderr,
                    "%s: %s, %zu valid configs (enumerated in %.1f s, %.0f configs/s), %zu to "
-                   "sweep%s, %zu distinct kernels, %zu carried from --details, %zu compile "
-                   "batches%s%s\n",
+                   "sweep%s, %zu distinct kernels, %zu carried from --details, %zu sources to "
+                   "compile in %zu batches%s%s\n",
                    r.anchor.id.c_str(), r.family.c_str(), r.enumeration.valid.size(), r.enumerate_s,
                    r.enumeration.product / std::max(r.enumerate_s, 1e-9), r.configs.size(),
                    shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
-                   r.kernels.size(), r.carried_configs, r.batches.size(),
+                   r.kernels.size(), r.carried_configs, sources, r.batches.size(),
                    r.error.empty() ? "" : ": ", r.error.c_str());
       std::vector<std::pair<int64_t, std::string>> reasons;
       for (const auto& [why, n] : r.enumeration.refusals) reasons.emplace_back(-n, why);
