@@ -44,6 +44,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/digest.h"
 #include "common/op_cost.h"
@@ -204,6 +205,7 @@ struct PrepareOptions {
   int batch_size = 8;
   std::string resume_dir;    // --resume: carry the configs finished in this --details dir
   bool finish_only = false;  // --finish: sweep nothing new
+  std::vector<std::string> configs;  // --configs: sweep exactly these (config strings)
 };
 
 // Binds, enumerates, orders (and caps), shards and generates one row, carries the results of
@@ -233,9 +235,23 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     return;
   }
   row.enumeration = std::move(*e);
-  row.configs = SweepOrder(*row.generator, row.enumeration.valid, seed);
-  if (max_configs > 0 && static_cast<int>(row.configs.size()) > max_configs) {
-    row.configs.resize(static_cast<size_t>(max_configs));
+  if (!options.configs.empty()) {
+    for (const std::string& text : options.configs) {
+      absl::StatusOr<Config> c = row.generator->Space().Parse(text);
+      std::string why = c.ok() ? row.generator->Check(row.generator->Canonicalize(*c))
+                               : std::string(c.status().message());
+      if (!why.empty()) {
+        row.error = absl::StrCat("--configs '", text, "' is not a valid ", row.family,
+                                 " config: ", why);
+        return;
+      }
+      row.configs.push_back(row.generator->Canonicalize(*c));
+    }
+  } else {
+    row.configs = SweepOrder(*row.generator, row.enumeration.valid, seed);
+    if (max_configs > 0 && static_cast<int>(row.configs.size()) > max_configs) {
+      row.configs.resize(static_cast<size_t>(max_configs));
+    }
   }
   if (options.shard.count > 1) {
     std::vector<Config> mine;
@@ -970,7 +986,7 @@ std::string ExeDir() {
 int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
-  std::string shard_text, resume_dir;
+  std::string shard_text, resume_dir, configs_text;
   int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8, quick_chunk = 2048;
   bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
        resume = false;
@@ -980,6 +996,10 @@ int Main(int argc, char** argv) {
                  "sweep at most N valid configs per row (the prior's best N/2 and N/2 seeded "
                  "random ones); 0: all")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--configs", configs_text,
+                 "sweep exactly these configs of the --rows row, '|'-separated, each as the "
+                 "--details files print it (name=value;name=value...): to re-time or profile "
+                 "chosen kernels");
   app.add_option("--time-budget-s", budget_s,
                  "with --max-configs: stop compiling a row once its share of this many seconds "
                  "is spent (rows share it evenly, earlier rows' savings pass on); exhaustive "
@@ -1181,6 +1201,7 @@ int Main(int argc, char** argv) {
     prepare.batch_size = batch;
     prepare.resume_dir = resume_dir;
     prepare.finish_only = finish;
+    if (!configs_text.empty()) prepare.configs = absl::StrSplit(configs_text, '|');
     for (size_t i = 0; i < rows.size(); ++i) {
       Row& r = *rows[i];
       if (budget_s > 0) {

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# GPU round step (tools/gpu-check runs it with OUT_DIR): Nsight Compute on chosen synthesizer
+# configs of one anchor row, to see what bounds a kernel the bytes do not explain (DRAM and
+# L2 throughput, achieved occupancy, warp stall reasons). One `ncu` per config around
+# `kforge-synth-sweep --configs CONFIG --quick-only --reps 1`, profiling the config's launches
+# in its first quick-pass run; `--clock-control none` (METHOD.md: leave the clocks alone).
+# Writes OUT_DIR/profile-<row>-<n>.txt per config and OUT_DIR/profile.md listing them.
+#   KFORGE_PROFILE_ROW=id                 the anchor row (kforge-synth-sweep --help lists them)
+#   KFORGE_PROFILE_CONFIGS='cfg|cfg'      configs as the sweep's --details print them
+#   KFORGE_PROFILE_LAUNCHES=N             launches profiled per config (default 4: a split's
+#                                         two launches, twice)
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OUT_DIR=${1:-out/gpu-check}
+mkdir -p "$OUT_DIR"
+ROW=${KFORGE_PROFILE_ROW:-}
+CONFIGS=${KFORGE_PROFILE_CONFIGS:-}
+if [[ -z $ROW || -z $CONFIGS ]]; then
+  # A full round runs every step: this one only does something when asked.
+  echo "profile: skipped (set KFORGE_PROFILE_ROW and KFORGE_PROFILE_CONFIGS to profile configs)" |
+    tee "$OUT_DIR/profile.md"
+  exit 0
+fi
+LAUNCHES=${KFORGE_PROFILE_LAUNCHES:-4}
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [[ -z $NCU ]]; then
+  echo "profile: no ncu on this machine (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute)" |
+    tee "$OUT_DIR/profile.md"
+  exit 1
+fi
+echo "# ncu on $ROW ($("$NCU" --version | tail -1))" >"$OUT_DIR/profile.md"
+rc=0
+n=0
+IFS='|' read -r -a configs <<<"$CONFIGS"
+for config in "${configs[@]}"; do
+  n=$((n + 1))
+  out=$OUT_DIR/profile-$ROW-$n.txt
+  echo "== $config" >"$out"
+  "$NCU" --clock-control none --target-processes all --kernel-name regex:'^kf_' \
+    --launch-count "$LAUNCHES" --section SpeedOfLight --section Occupancy \
+    --section MemoryWorkloadAnalysis --section LaunchStats --section WarpStateStats \
+    build/bin/kforge-synth-sweep --rows "$ROW" --configs "$config" --quick-only --reps 1 \
+    >>"$out" 2>&1 || rc=1
+  echo "- \`$config\`: profile-$ROW-$n.txt" >>"$OUT_DIR/profile.md"
+done
+cat "$OUT_DIR/profile.md"
+exit $rc
