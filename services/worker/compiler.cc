@@ -214,15 +214,14 @@ std::string Compiler::SourceCacheKey(const std::string& source,
                                      const v1::CompileOptions& options) const {
   const v1::CompileOptions normalized = Normalize(options);
   KeyHasher key;
-  auto field = [&key](std::string_view name, std::string_view value) { key.Field(name, value); };
-  field("schema", "kforge-compile-source-1");
-  field("source", CanonicalSource(source));
-  field("abi", KforgeDeviceHeader());
-  field("compiler", compiler_version_);
-  field("arch", normalized.arch());
-  field("fast_math", normalized.fast_math() ? "1" : "0");
-  field("max_registers", std::to_string(normalized.max_registers()));
-  for (const std::string& flag : normalized.extra_flags()) field("flag", flag);
+  key.Field("schema", "kforge-compile-source-1");
+  key.Field("source", CanonicalSource(source));
+  key.Field("abi", KforgeDeviceHeader());
+  key.Field("compiler", compiler_version_);
+  key.Field("arch", normalized.arch());
+  key.Field("fast_math", normalized.fast_math() ? "1" : "0");
+  key.Field("max_registers", std::to_string(normalized.max_registers()));
+  for (const std::string& flag : normalized.extra_flags()) key.Field("flag", flag);
   return absl::StrCat("compile-source/", key.Finish());
 }
 
