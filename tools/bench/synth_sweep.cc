@@ -1336,6 +1336,14 @@ int Main(int argc, char** argv) {
     }
   }
   publish(true);
+  // The table shows every row's error; the exit status says there was one.
+  const auto failed = std::count_if(rows.begin(), rows.end(),
+                                    [](const std::unique_ptr<Row>& r) { return !r->error.empty(); });
+  if (failed > 0) {
+    std::fprintf(stderr, "%zd of %zu rows failed (their errors are in the table)\n",
+                 static_cast<ssize_t>(failed), rows.size());
+    return 1;
+  }
   return 0;
 }
 
