@@ -230,21 +230,9 @@ v1::CompileResult Compiler::Compile(const v1::Candidate& candidate,
   const absl::Time start = absl::Now();
   const v1::CompileOptions normalized = Normalize(options);
   const std::string key = CacheKey(candidate, normalized);
-  if (cache_ != nullptr) {
-    auto cached = cache_->Get(key);
-    if (!cached.ok()) {
-      spdlog::warn("compile cache {}: lookup of {} failed ({}); compiling without it",
-                   cache_->Describe(), key, cached.status().ToString());
-    } else if (cached->has_value()) {
-      v1::CompileResult result;
-      if (result.ParseFromString(**cached)) {
-        result.set_cache_hit(true);
-        result.set_duration_s(absl::ToDoubleSeconds(absl::Now() - start));
-        return result;
-      }
-      spdlog::warn("compile cache {}: entry {} is unreadable; compiling again", cache_->Describe(),
-                   key);
-    }
+  if (std::optional<v1::CompileResult> cached = CachedResult(key)) {
+    cached->set_duration_s(absl::ToDoubleSeconds(absl::Now() - start));
+    return *std::move(cached);
   }
   v1::CompileResult result = CompileUncached(candidate, normalized);
   result.set_cache_key(key);
@@ -299,14 +287,7 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
 v1::CompileResult Compiler::CompileSource(const std::string& source,
                                           const v1::CompileOptions& options) {
   const std::string key = SourceCacheKey(source, options);
-  if (cache_ != nullptr) {
-    auto cached = cache_->Get(key);
-    v1::CompileResult result;
-    if (cached.ok() && cached->has_value() && result.ParseFromString(**cached)) {
-      result.set_cache_hit(true);
-      return result;
-    }
-  }
+  if (std::optional<v1::CompileResult> cached = CachedResult(key)) return *std::move(cached);
   v1::CompileResult result = RunChild(CanonicalSource(source), options);
   StoreResult(key, result);
   return result;
@@ -399,6 +380,25 @@ v1::CompileResult Compiler::RunChild(const std::string& source, const v1::Compil
                                       options_.memory_limit_bytes >> 20, " MiB)"));
   }
   return child_result;
+}
+
+std::optional<v1::CompileResult> Compiler::CachedResult(const std::string& key) const {
+  if (cache_ == nullptr) return std::nullopt;
+  auto cached = cache_->Get(key);
+  if (!cached.ok()) {
+    spdlog::warn("compile cache {}: lookup of {} failed ({}); compiling without it",
+                 cache_->Describe(), key, cached.status().ToString());
+    return std::nullopt;
+  }
+  if (!cached->has_value()) return std::nullopt;
+  v1::CompileResult result;
+  if (!result.ParseFromString(**cached)) {
+    spdlog::warn("compile cache {}: entry {} is unreadable; compiling again", cache_->Describe(),
+                 key);
+    return std::nullopt;
+  }
+  result.set_cache_hit(true);
+  return result;
 }
 
 void Compiler::StoreResult(const std::string& key, const v1::CompileResult& result) {

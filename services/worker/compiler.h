@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -75,6 +76,9 @@ class Compiler {
   // RunChild behind the source-level cache entry.
   v1::CompileResult CompileSource(const std::string& source, const v1::CompileOptions& options);
   v1::CompileResult RunChild(const std::string& source, const v1::CompileOptions& options);
+  // The cache's entry for `key`, marked cache_hit; nullopt on a miss (a cache error or an
+  // unreadable entry is logged and counts as a miss).
+  std::optional<v1::CompileResult> CachedResult(const std::string& key) const;
   void StoreResult(const std::string& key, const v1::CompileResult& result);
 
   CompilerOptions options_;

@@ -208,6 +208,13 @@ struct PrepareOptions {
   std::vector<std::string> configs;  // --configs: sweep exactly these (config strings)
 };
 
+// Distinct sources NVRTC compiles for the row (kernels sharing a source compile once).
+size_t SourcesToCompile(const Row& row) {
+  size_t sources = 0;
+  for (const Batch& b : row.batches) sources += b.sources;
+  return sources;
+}
+
 // Binds, enumerates, orders (and caps), shards and generates one row, carries the results of
 // earlier runs and groups the kernels still to compile into batches (CPU only).
 void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& options) {
@@ -238,14 +245,14 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
   if (!options.configs.empty()) {
     for (const std::string& text : options.configs) {
       absl::StatusOr<Config> c = row.generator->Space().Parse(text);
-      std::string why = c.ok() ? row.generator->Check(row.generator->Canonicalize(*c))
-                               : std::string(c.status().message());
+      if (c.ok()) *c = row.generator->Canonicalize(*c);
+      std::string why = c.ok() ? row.generator->Check(*c) : std::string(c.status().message());
       if (!why.empty()) {
         row.error = absl::StrCat("--configs '", text, "' is not a valid ", row.family,
                                  " config: ", why);
         return;
       }
-      row.configs.push_back(row.generator->Canonicalize(*c));
+      row.configs.push_back(*std::move(c));
     }
   } else {
     row.configs = SweepOrder(*row.generator, row.enumeration.valid, seed);
@@ -828,12 +835,10 @@ std::string CompileOnlyTable(const std::vector<std::unique_ptr<Row>>& rows,
     }
     valid += static_cast<int64_t>(r->enumeration.valid.size());
     compiled += CountCompiled(*r, true);
-    size_t sources = 0;
-    for (const Batch& b : r->batches) sources += b.sources;
     absl::StrAppendFormat(
         &out, "| %s | %s | %.0f | %d | %d | %d | %d | %d | %d | %d | %.2f | %.1f |\n",
         r->anchor.label, r->family, r->enumeration.product, r->enumeration.canonical,
-        r->enumeration.valid.size(), r->configs.size(), r->kernels.size(), sources,
+        r->enumeration.valid.size(), r->configs.size(), r->kernels.size(), SourcesToCompile(*r),
         CountCompiled(*r, true), CountCompiled(*r, false), r->enumerate_s, r->compile_s);
   }
   absl::StrAppendFormat(
@@ -1213,8 +1218,6 @@ int Main(int argc, char** argv) {
       }
       // Enumeration and generation are quick next to compiling: queue each row as it is ready.
       PrepareRow(r, model, prepare);
-      size_t sources = 0;
-      for (const Batch& b : r.batches) sources += b.sources;
       std::fprintf(stderr,
                    "%s: %s, %zu valid configs (enumerated in %.1f s, %.0f configs/s), %zu to "
                    "sweep%s, %zu distinct kernels, %zu carried from --details, %zu sources to "
@@ -1222,7 +1225,7 @@ int Main(int argc, char** argv) {
                    r.anchor.id.c_str(), r.family.c_str(), r.enumeration.valid.size(), r.enumerate_s,
                    r.enumeration.product / std::max(r.enumerate_s, 1e-9), r.configs.size(),
                    shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
-                   r.kernels.size(), r.carried_configs, sources, r.batches.size(),
+                   r.kernels.size(), r.carried_configs, SourcesToCompile(r), r.batches.size(),
                    r.error.empty() ? "" : ": ", r.error.c_str());
       std::vector<std::pair<int64_t, std::string>> reasons;
       for (const auto& [why, n] : r.enumeration.refusals) reasons.emplace_back(-n, why);
@@ -1337,8 +1340,9 @@ int Main(int argc, char** argv) {
   }
   publish(true);
   // The table shows every row's error; the exit status says there was one.
-  const auto failed = std::count_if(rows.begin(), rows.end(),
-                                    [](const std::unique_ptr<Row>& r) { return !r->error.empty(); });
+  const auto failed = std::count_if(rows.begin(), rows.end(), [](const std::unique_ptr<Row>& r) {
+    return !r->error.empty();
+  });
   if (failed > 0) {
     std::fprintf(stderr, "%zd of %zu rows failed (their errors are in the table)\n",
                  static_cast<ssize_t>(failed), rows.size());

@@ -129,6 +129,20 @@ __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane,
   }
 }
 
+// The output pass over columns [c0, c1) of a row: each vector read back through `read`,
+// normalized by kf_out_vec and stored.
+template <int V, typename R>
+__device__ __forceinline__ void kf_write_chunk(const KfArgs& args, kf_i64 row, bool valid,
+                                               kf_i64 cols, kf_i64 c0, kf_i64 c1, int lane,
+                                               bool slots, R&& read, const KfRowCtx& ctx) {
+  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
+  kf_for_each_read<V>(c0, c1, lane, slots, read, [&](kf_i64 c, const float (&v)[V]) {
+    float o[V];
+    kf_out_vec<V>(v, c, ctx, o);
+    kf_store<V>(yr + c, o);
+  });
+}
+
 // One row (or, split, one chunk of it: chunk number `part_index`). PHASE 0: whole row in one
 // launch (maybe a cluster); 1: partial statistics of a chunk to scratch; 2: merge partials
 // and write the chunk.
@@ -221,12 +235,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 #if KF_PER_ROW
   if (valid && lane == 0 && part_index == 0) kf_write_row(s, ctx, args);
 #else
-  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
-  kf_for_each_read<V>(c0, e1, lane, use_regs, read, [&](kf_i64 c, const float (&v)[V]) {
-    float o[V];
-    kf_out_vec<V>(v, c, ctx, o);
-    kf_store<V>(yr + c, o);
-  });
+  kf_write_chunk<V>(args, row, valid, cols, c0, e1, lane, use_regs, read, ctx);
 #endif
 }
 
@@ -408,7 +417,6 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
   if (it.valid && lane == 0 && it.part == 0) kf_write_row(s, ctx, args);
 #else
   const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
-  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (it.valid ? it.row * cols : 0);
   auto read = [&](kf_i64 c, int, float (&v)[V]) {
     if (sbuf != nullptr) {
       kf_load<V>(sbuf + (c - it.c0), v);
@@ -416,11 +424,7 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
       kf_load<V>(xr + c, v);
     }
   };
-  kf_for_each_read<V>(it.c0, it.c1, lane, false, read, [&](kf_i64 c, const float (&v)[V]) {
-    float o[V];
-    kf_out_vec<V>(v, c, ctx, o);
-    kf_store<V>(yr + c, o);
-  });
+  kf_write_chunk<V>(args, it.row, it.valid, cols, it.c0, it.c1, lane, false, read, ctx);
 #endif
 }
 
@@ -1149,11 +1153,11 @@ class RowKernelGenerator : public KernelGenerator {
         iterations * (pass_cycles + (passes - 1) * repass_cycles + passes * reduce_cycles +
                       out_cycles);
 
-    std::vector<LaunchCost> launches;
     if (sync) {
       return SyncSeconds(c, pass_cycles, reduce_cycles, per_elem_ops, flight_elems, in_bytes,
                          out_bytes, weight_bytes);
     }
+    std::vector<LaunchCost> launches;
     LaunchCost main;
     main.blocks = grid_x * split;
     main.threads = block;
@@ -1181,10 +1185,7 @@ class RowKernelGenerator : public KernelGenerator {
       main.l2_bytes = rereads * in_bytes * (1 - reread_in_dram);
     }
     launches.push_back(main);
-    // 16-byte accesses move a row with half the load/store instructions of 8-byte ones; a
-    // small edge, but it breaks ties between configs that differ only in vec.
-    const double width = AccessWidthPenalty(vec * in_size) * (vec * in_size < 16 ? 1.04 : 1.0);
-    for (LaunchCost& launch : launches) launch.dram_bytes *= width;
+    for (LaunchCost& launch : launches) launch.dram_bytes *= WidthFactor(vec);
     double seconds = synth::EstimateSeconds(gpu_, launches);
     // Cluster scheduling granularity; 16 blocks (non-portable) must fit in one GPC.
     if (cluster) seconds *= split > 8 ? 1.10 : 1.03;
@@ -1227,8 +1228,7 @@ class RowKernelGenerator : public KernelGenerator {
     main.l2_bytes = reread_in_l2 ? reread : 0;
     main.block_latency_cycles =
         sweeps * (pass_cycles + (held ? 400 : pass_cycles) + 2 * reduce_cycles + kMeetCycles);
-    const double width = AccessWidthPenalty(vec * in_size) * (vec * in_size < 16 ? 1.04 : 1.0);
-    main.dram_bytes *= width;
+    main.dram_bytes *= WidthFactor(vec);
     // Moving a third less data than a scratch split, the sync splits of the H200's group norm
     // rows still ran 1.0-1.05x the time of the best scratch ones (2026-12-01): something the
     // bytes do not see (each block's serial read-publish-write chain, its occupancy) costs
@@ -1477,6 +1477,15 @@ class RowKernelGenerator : public KernelGenerator {
 
  private:
   bool TwoPass(const Config& c) const { return c.Get("algo") == "two_pass"; }
+
+  // On the DRAM bytes of a launch reading `vec` elements per access: 16-byte accesses move a
+  // row with half the load/store instructions of 8-byte ones; a small edge, but it breaks ties
+  // between configs that differ only in vec.
+  double WidthFactor(int vec) const {
+    const int bytes = vec * ElementSize(p_.in_dtype);
+    return AccessWidthPenalty(bytes) * (bytes < 16 ? 1.04 : 1.0);
+  }
+
   bool Sync(const Config& c) const {
     return c.GetInt("split") > 1 && c.Get("split_mode") == "sync";
   }
