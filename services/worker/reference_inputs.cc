@@ -119,9 +119,17 @@ std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured
 
 std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
     const std::vector<at::Tensor>& captured) {
-  if (captured.empty() || !captured[0].defined() || captured[0].dim() == 0) return std::nullopt;
-  const int64_t rank = captured[0].dim();
-  const int64_t lead = captured[0].size(0);
+  // The leading dimension to grow: the largest of the highest-rank inputs, so a broadcast
+  // input put first (a [1,1,S,S] mask + [B,H,S,S] scores) does not grow alone.
+  int64_t rank = 0, lead = 0;
+  for (const at::Tensor& t : captured) {
+    if (!t.defined() || t.dim() == 0) continue;
+    if (t.dim() > rank || (t.dim() == rank && t.size(0) > lead)) {
+      rank = t.dim();
+      lead = t.size(0);
+    }
+  }
+  if (rank == 0) return std::nullopt;
   const int64_t held_out = lead <= 1 ? 3 : lead + std::max<int64_t>(1, lead / 3);
   std::vector<std::vector<int64_t>> sizes;
   for (const at::Tensor& t : captured) {

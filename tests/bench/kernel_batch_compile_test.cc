@@ -48,15 +48,16 @@ TEST(KernelBatchCompile, BatchedKernelsAreTheSingleCompilesKernels) {
     ASSERT_TRUE(generator.ok()) << row.id << ": " << generator.status();
     auto e = Enumerate(**generator);
     ASSERT_TRUE(e.ok()) << row.id << ": " << e.status();
-    ASSERT_GE(e->valid.size(), 3u);
-    for (size_t i : {size_t{0}, e->valid.size() / 2, e->valid.size() - 1}) {
+    ASSERT_GE(e->valid.size(), 2u);
+    // Two per row: ten members keep the program under the compile policy's 256 KiB.
+    for (size_t i : {size_t{0}, e->valid.size() - 1}) {
       auto k = (*generator)->Generate(e->valid[i]);
       ASSERT_TRUE(k.ok()) << k.status();
       members.push_back({k->source, k->launch_plan_json});
       labels.push_back(row.id + " " + e->valid[i].ToString());
     }
   }
-  ASSERT_EQ(members.size(), 15u);
+  ASSERT_EQ(members.size(), 10u);
 
   auto batch = BatchKernels(members);
   ASSERT_TRUE(batch.ok()) << batch.status();

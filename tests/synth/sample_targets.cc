@@ -281,6 +281,14 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Tensor("other", Dense(s, t)).Output(Dense(x, t)));
   }
   {
+    // A causal mask shared by every batch and head: one (query, key) plane per output row.
+    S x = pick({2, 8, 128, 128}, {3, 2, 9, 40});
+    S m = pick({1, 1, 128, 128}, {1, 1, 9, 40});
+    add("add_causal_mask", "elementwise",
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(m, t))
+            .Tensor("other", Dense(x, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)));
+  }
+  {
     // An attention mask: broadcast over heads, read whole over the (query, key) plane.
     S x = pick({2, 8, 256, 256}, {2, 3, 17, 24});
     S m = pick({2, 1, 256, 256}, {2, 1, 17, 24});

@@ -69,6 +69,7 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
   }
 
   // Full validation of each kernel; returns how many were evaluated.
+ public:
   static int ExpectPass(const std::string& name, const v1::Target& target,
                         const std::string& inputs,
                         const std::vector<std::pair<std::string, GeneratedKernel>>& kernels) {
@@ -128,29 +129,42 @@ TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
   EXPECT_GT(evaluated, 0);
 }
 
-// Rows split in one cooperative launch (split_mode=sync), the only configs whose blocks wait
-// for each other: a few of each row-engine target pass, on the captured and the held-out
-// shape, with the scratch that holds their arrival counters poisoned before every run.
-TEST_F(SynthGpuTest, SyncSplitsPassFullValidation) {
+// Two configs with `param` = `value` (any but "1" when value is empty) of every sample target
+// whose space has the param, fp32 and bf16, through full validation on the captured and the
+// held-out shape; returns how many were evaluated.
+int ExpectConfigsWithParamPass(const std::string& param, const std::string& value) {
   int evaluated = 0;
   for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
     for (auto& sample : testing::SampleTargets(dtype)) {
       v1::Target target = sample.target;
       target.set_shape_generic(true);
       auto generator = testing::BindForTest(target);
-      ASSERT_NE(generator, nullptr);
+      if (generator == nullptr) return evaluated;
       std::vector<std::pair<std::string, GeneratedKernel>> kernels;
       for (const Config& config : testing::ValidSample(*generator, 400, 77 + evaluated)) {
-        if (config.Get("split_mode") != "sync" || kernels.size() == 2) continue;
+        const std::string v = config.Get(param);
+        if (v.empty() || (value.empty() ? v == "1" : v != value) || kernels.size() == 2) continue;
         auto kernel = generator->Generate(config);
-        ASSERT_TRUE(kernel.ok()) << kernel.status();
-        kernels.emplace_back(config.ToString(), *kernel);
+        EXPECT_TRUE(kernel.ok()) << kernel.status();
+        if (kernel.ok()) kernels.emplace_back(config.ToString(), *kernel);
       }
-      if (kernels.empty()) continue;  // not a row-engine target
-      evaluated += ExpectPass(sample.name, target, CapturedInputs(target), kernels);
+      if (kernels.empty()) continue;  // not a target with the param
+      evaluated += SynthGpuTest::ExpectPass(sample.name, target, CapturedInputs(target), kernels);
     }
   }
-  EXPECT_GE(evaluated, 20);
+  return evaluated;
+}
+
+// Rows split in one cooperative launch (split_mode=sync), the only configs whose blocks wait
+// for each other, with the scratch that holds their arrival counters poisoned before every run.
+TEST_F(SynthGpuTest, SyncSplitsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "sync"), 20);
+}
+
+// Broadcast inputs loaded once for several output rows (reuse > 1): the held-out shapes also
+// change the row length and leave a last row group short.
+TEST_F(SynthGpuTest, RowReuseConfigsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("reuse", ""), 4);
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {

@@ -108,6 +108,11 @@ TEST(HeldOutSizesTest, LeadingDimensionGrowsForSharingInputs) {
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ((*one)[0][0], 3);
   EXPECT_FALSE(HeldOutSizes({at::randn({})}).has_value());
+  // A broadcast input first: the dimension that grows is the one it broadcasts along.
+  auto mask_first = HeldOutSizes({at::randn({1, 1, 4, 4}), at::randn({2, 8, 4, 4})});
+  ASSERT_TRUE(mask_first.has_value());
+  EXPECT_EQ((*mask_first)[0], std::vector<int64_t>({1, 1, 4, 4}));
+  EXPECT_EQ((*mask_first)[1], std::vector<int64_t>({3, 8, 4, 4}));
 }
 
 }  // namespace

@@ -176,24 +176,53 @@ std::vector<AnchorRow> AnchorRows(std::string_view id_prefix) {
   return rows;
 }
 
-// The rows `filter` names ("" = all): comma-separated ids or 1-based positions.
+std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
+  std::vector<AnchorRow> rows;
+  rows.push_back(RowBuilder(id_prefix, "mask-add-bf16",
+                            "add, 1×8×2048×2048 + 1×1×2048×2048 bf16 (attention mask)",
+                            "aten::add", "Tensor")
+                     .Tensor("self", Dense({1, 8, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
+                     .Tensor("other", Dense({1, 1, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
+                     .Scalar("alpha", Int(1))
+                     .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
+  for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 512}, {256, 256}, {256, 512}}) {
+    const std::vector<int64_t> x = {1, c, hw, hw};
+    rows.push_back(RowBuilder(id_prefix, absl::StrCat("gn-vae-", c, "x", hw, "-fp32"),
+                              absl::StrCat("group_norm G=32, 1×", c, "×", hw, "×", hw,
+                                           " fp32 (SD VAE decoder)"),
+                              "aten::group_norm", "")
+                       .Tensor("input", Dense(x, v1::FLOAT32), Fill::kNormal)
+                       .Scalar("num_groups", Int(32))
+                       .Tensor("weight", Dense({c}, v1::FLOAT32), Fill::kWeight)
+                       .Tensor("bias", Dense({c}, v1::FLOAT32), Fill::kBias)
+                       .Scalar("eps", Float(1e-6))
+                       .Scalar("cudnn_enabled", Bool(true))
+                       .Output(Dense(x, v1::FLOAT32)));
+  }
+  return rows;
+}
+
+// The rows `filter` names ("" = all anchor rows): comma-separated ids (of anchor or model
+// rows) or 1-based positions (of anchor rows).
 absl::StatusOr<std::vector<AnchorRow>> SelectRows(const std::string& filter,
                                                   std::string_view id_prefix) {
   std::vector<AnchorRow> all = AnchorRows(id_prefix);
   if (filter.empty()) return all;
+  const size_t anchors = all.size();
+  for (AnchorRow& r : ModelRows(id_prefix)) all.push_back(std::move(r));
   std::set<size_t> picked;
   for (absl::string_view token : absl::StrSplit(filter, ',', absl::SkipWhitespace())) {
     const std::string name(token);
     size_t found = all.size();
     for (size_t i = 0; i < all.size(); ++i) {
-      if (all[i].id == name || std::to_string(i + 1) == name) found = i;
+      if (all[i].id == name || (i < anchors && std::to_string(i + 1) == name)) found = i;
     }
     if (found == all.size()) {
       std::vector<std::string> ids;
       for (const AnchorRow& r : all) ids.push_back(r.id);
       return absl::InvalidArgumentError(
-          absl::StrCat("--rows: no anchor row '", name,
-                       "'; use ids or 1-based positions of: ", absl::StrJoin(ids, ", ")));
+          absl::StrCat("--rows: no row '", name, "'; use ids (or 1-based anchor positions) of: ",
+                       absl::StrJoin(ids, ", ")));
     }
     picked.insert(found);
   }

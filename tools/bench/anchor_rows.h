@@ -33,8 +33,14 @@ struct AnchorRow {
 // set). Target ids are `id_prefix` + row id.
 std::vector<AnchorRow> AnchorRows(std::string_view id_prefix);
 
-// The rows `filter` names ("" = all), in table order: comma-separated ids or 1-based
-// positions. InvalidArgument naming the unknown row and listing the valid ids.
+// Targets of the example models where kforge trailed torch.compile (benchmarks of
+// 2026-12-01): the attention-mask add of Qwen3/Gemma3 and the SD VAE decoder's group norms.
+// Swept only when named; the default sweep is the anchor table.
+std::vector<AnchorRow> ModelRows(std::string_view id_prefix);
+
+// The rows `filter` names ("" = every anchor row), in table order: comma-separated ids (anchor
+// or model rows) or 1-based anchor positions. InvalidArgument naming the unknown row and
+// listing the valid ids.
 absl::StatusOr<std::vector<AnchorRow>> SelectRows(const std::string& filter,
                                                   std::string_view id_prefix);
 

@@ -206,6 +206,7 @@ struct PrepareOptions {
   std::string resume_dir;    // --resume: carry the configs finished in this --details dir
   bool finish_only = false;  // --finish: sweep nothing new
   std::vector<std::string> configs;  // --configs: sweep exactly these (config strings)
+  std::string sources_dir;  // --sources: write each kernel's source and plan here
 };
 
 // Distinct sources NVRTC compiles for the row (kernels sharing a source compile once).
@@ -298,6 +299,13 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
       kernel.candidate.set_proposer(absl::StrCat("synth:", row.family));
       for (const auto& [name, value] : row.configs[i].values()) {
         (*kernel.candidate.mutable_params())[name] = value;
+      }
+      if (!options.sources_dir.empty()) {
+        const std::string stem = absl::StrCat(options.sources_dir, "/", row.anchor.id, ".",
+                                              row.kernels.size());
+        std::ofstream(stem + ".cu") << "// " << row.configs[i].ToString() << "\n"
+                                    << kernel.candidate.source();
+        std::ofstream(stem + ".plan.json") << kernel.candidate.launch_plan_json() << "\n";
       }
       row.kernels.push_back(std::move(kernel));
     }
@@ -991,7 +999,7 @@ std::string ExeDir() {
 int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
-  std::string shard_text, resume_dir, configs_text;
+  std::string shard_text, resume_dir, configs_text, sources_dir;
   int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8, quick_chunk = 2048;
   bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
        resume = false;
@@ -1055,6 +1063,10 @@ int Main(int argc, char** argv) {
   app.add_option("--details", details_dir,
                  "write every config's results as DIR/<row>.tsv (DIR/<row>.shard-I-of-N.tsv "
                  "with --shard), after every quick-pass chunk");
+  app.add_option("--sources", sources_dir,
+                 "write each swept kernel's generated source and launch plan as "
+                 "DIR/<row>.<n>.cu and .plan.json (first line: its config), to read, profile "
+                 "or compile it by hand");
   app.add_option("--emit-rows", emit_rows,
                  "write the anchor rows (ops, args, shapes) as JSON for torch_compile_times.py "
                  "and exit");
@@ -1207,6 +1219,8 @@ int Main(int argc, char** argv) {
     prepare.resume_dir = resume_dir;
     prepare.finish_only = finish;
     if (!configs_text.empty()) prepare.configs = absl::StrSplit(configs_text, '|');
+    prepare.sources_dir = sources_dir;
+    if (!sources_dir.empty()) std::filesystem::create_directories(sources_dir);
     for (size_t i = 0; i < rows.size(); ++i) {
       Row& r = *rows[i];
       if (budget_s > 0) {

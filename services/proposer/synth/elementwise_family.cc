@@ -1,7 +1,8 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, and add / mul with
 // broadcasting (each broadcast input is read through the output's dims merged into groups,
 // device/broadcast_groups.cuh). Flat inputs and broadcasts along whole last-dim runs take the
-// vectorized path; anything else the per-element path.
+// vectorized path; anything else the per-element path. An input broadcast over whole output
+// rows (a mask, a bias) may be loaded once for several rows (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -33,6 +34,9 @@ struct ElementwiseProblem {
   KfTensor out_tensor = {};
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
   double in_numel[2] = {0, 0};
+  // Elements per output row when every broadcast input spans exactly one row of the output
+  // (kf_reuse_rows's form), else 0.
+  int64_t reuse_inner = 0;
   std::string name;
 };
 
@@ -151,44 +155,154 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   }
 }
 
-template <typename I>
-__device__ __forceinline__ void kf_dispatch(const KfArgs& args) {
+#if KF_REUSE > 1 && KF_NIN == 2
+// Elements per output row when `t` is dense over the output's innermost dims and repeats over
+// the outer ones (its offset of output element e is e % row), else 0.
+__device__ __forceinline__ kf_i64 kf_row_span(const KfTensor& t, const KfTensor& out) {
+  const int shift = out.ndim - t.ndim;
+  if (shift < 0) return 0;
+  kf_i64 row = 1;
+  int d = out.ndim - 1;
+  for (; d >= shift; --d) {
+    const kf_i64 s = t.sizes[d - shift];
+    if (s == 1 && out.sizes[d] != 1) break;  // the repeated outer dims start
+    if (s != out.sizes[d] || (s != 1 && t.strides[d - shift] != row)) return 0;
+    row *= s;
+  }
+  for (; d >= shift; --d) {
+    if (t.sizes[d - shift] != 1) return 0;
+  }
+  return row < out.numel ? row : 0;
+}
+
+template <bool C, typename A, typename B> struct KfPick { typedef A type; };
+template <typename A, typename B> struct KfPick<false, A, B> { typedef B type; };
+
+// An output of rows of `inner` elements and a broadcast input (ROW) spanning one row (an
+// attention mask over heads, a bias over tokens), the other input flat: a thread loads the
+// row input's vector once and applies it to KF_REUSE rows, so DRAM reads it once instead of
+// once per row (the streamed operands evict it from L2 between rows). ROW is a compile-time
+// index so the vectors stay in registers.
+template <int V, typename I, int ROW>
+__device__ __forceinline__ void kf_reuse_rows(const KfArgs& args, I inner) {
   const KfTensor& out = args.outputs[0];
-  const int mode0 = kf_mode(args.inputs[0], out, KF_VEC);
-#if KF_NIN == 2
-  const int mode1 = kf_mode(args.inputs[1], out, KF_VEC);
-#else
-  const int mode1 = KF_FLAT;
+  const I rows = (I)out.numel / inner;
+  const I nkv = inner / V;
+  const I cells = nkv * ((rows + KF_REUSE - 1) / KF_REUSE);
+  const KfDivisor by_nkv = kf_divisor(sizeof(I) == 4 ? (unsigned long long)nkv : 1ull);
+  typedef typename KfPick<ROW == 0, T0, T1>::type TR;
+  typedef typename KfPick<ROW == 0, T1, T0>::type TF;
+  const TR* xr = reinterpret_cast<const TR*>(args.inputs[ROW].data);
+  const TF* xf = reinterpret_cast<const TF*>(args.inputs[1 - ROW].data);
+  TO* y = reinterpret_cast<TO*>(out.data);
+  for (I cell = (I)blockIdx.x * KF_THREADS + (I)threadIdx.x; cell < cells;
+       cell += (I)gridDim.x * KF_THREADS) {
+    const I group = sizeof(I) == 4 ? (I)kf_divide((unsigned)cell, by_nkv) : cell / nkv;
+    const I col = (cell - group * nkv) * V;
+    const I row0 = group * KF_REUSE;
+    // The row vector, then every row's vector of the flat input, before any store (the
+    // compiler may not hoist a load above a store that could alias it).
+    float row_v[V];
+    kf_load<V>(xr + col, row_v);
+    KfVec<TF, V> flat_v[KF_REUSE];  // as loaded: half the registers of floats for 16-bit types
+#pragma unroll
+    for (int r = 0; r < KF_REUSE; ++r) {
+      if (row0 + r < rows) {
+        flat_v[r] = *reinterpret_cast<const KfVec<TF, V>*>(xf + (row0 + r) * inner + col);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < KF_REUSE; ++r) {
+      if (row0 + r < rows) {
+        float o[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          const float f = kf_to_float(flat_v[r].v[i]);
+          o[i] = ROW == 0 ? kf_op(row_v[i], f) : kf_op(f, row_v[i]);
+        }
+        kf_store<V>(y + (row0 + r) * inner + col, o);
+      }
+    }
+  }
+}
+
 #endif
-  bool vec_ok = KF_VEC > 1 && mode0 != KF_SCALAR_ONLY && mode1 != KF_SCALAR_ONLY &&
+
+// How the block runs the call: decided once per block by thread 0 (a path, the inputs'
+// modes, the reuse form) and read by every thread from shared memory. Deciding it in every
+// thread (the captured-shape test alone compares some thirty sizes and strides) cost more
+// issue slots than the two loads and one store a thread of a one-shot grid does.
+#define KF_PATH_SCALAR 0
+#define KF_PATH_VEC 1
+#define KF_PATH_CAPTURED 2
+#define KF_PATH_REUSE 3
+struct KfSetup {
+  int small;  // every numel below 2^31: 32-bit indices
+  int path;
+  int mode0, mode1;
+  int row_input;  // KF_PATH_REUSE: the broadcast input, `inner` elements per output row
+  kf_i64 inner;
+};
+
+__device__ __forceinline__ void kf_setup(const KfArgs& args, KfSetup& s) {
+  const KfTensor& out = args.outputs[0];
+  bool small = out.numel < 0x7fffffffll;
+  for (int i = 0; i < KF_NIN; ++i) small = small && args.inputs[i].numel < 0x7fffffffll;
+  s.small = small;
+  s.mode0 = kf_mode(args.inputs[0], out, KF_VEC);
+  s.mode1 = KF_NIN == 2 ? kf_mode(args.inputs[KF_NIN - 1], out, KF_VEC) : KF_FLAT;
+  bool vec_ok = KF_VEC > 1 && s.mode0 != KF_SCALAR_ONLY && s.mode1 != KF_SCALAR_ONLY &&
+                kf_aligned(out.data, KF_VEC * (int)sizeof(TO)) &&
                 kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
-                kf_aligned(out.data, KF_VEC * (int)sizeof(TO));
-#if KF_NIN == 2
-  vec_ok = vec_ok && kf_aligned(args.inputs[1].data, KF_VEC * (int)sizeof(T1));
+                kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
+  s.path = !vec_ok ? KF_PATH_SCALAR : small && kf_is_captured(args) ? KF_PATH_CAPTURED
+                                                                    : KF_PATH_VEC;
+  if (!vec_ok) {  // element by element, a scalar mode per input
+    s.mode0 = kf_flat(args.inputs[0], out) ? KF_FLAT : KF_SCALAR_ONLY;
+    s.mode1 = KF_NIN == 1 || kf_flat(args.inputs[KF_NIN - 1], out) ? KF_FLAT : KF_SCALAR_ONLY;
+  }
+#if KF_REUSE > 1 && KF_NIN == 2
+  // One input flat, the other spanning one output row of a multiple of KF_VEC elements.
+  const bool flat0 = kf_flat(args.inputs[0], out), flat1 = kf_flat(args.inputs[1], out);
+  if (vec_ok && flat0 != flat1) {
+    s.row_input = flat0 ? 1 : 0;
+    s.inner = kf_row_span(args.inputs[s.row_input], out);
+    if (s.inner > 0 && s.inner % KF_VEC == 0) s.path = KF_PATH_REUSE;
+  }
 #endif
-  if (vec_ok && sizeof(I) == 4 && kf_is_captured(args)) {
-    kf_run<KF_VEC, I, true>(args, mode0, mode1);
-  } else if (vec_ok) {
-    kf_run<KF_VEC, I, false>(args, mode0, mode1);
-  } else {
-    // Element by element, a scalar mode per input.
-    kf_run<1, I, false>(args, kf_flat(args.inputs[0], out) ? KF_FLAT : KF_SCALAR_ONLY,
-#if KF_NIN == 2
-                 kf_flat(args.inputs[1], out) ? KF_FLAT : KF_SCALAR_ONLY
-#else
-                 KF_FLAT
+}
+
+template <typename I>
+__device__ __forceinline__ void kf_dispatch(const KfArgs& args, const KfSetup& s) {
+  switch (s.path) {
+#if KF_REUSE > 1 && KF_NIN == 2
+    case KF_PATH_REUSE:
+      if (s.row_input == 0) {
+        kf_reuse_rows<KF_VEC, I, 0>(args, (I)s.inner);
+      } else {
+        kf_reuse_rows<KF_VEC, I, 1>(args, (I)s.inner);
+      }
+      return;
 #endif
-    );
+    case KF_PATH_CAPTURED:
+      kf_run<KF_VEC, I, true>(args, s.mode0, s.mode1);
+      return;
+    case KF_PATH_VEC:
+      kf_run<KF_VEC, I, false>(args, s.mode0, s.mode1);
+      return;
+    default:
+      kf_run<1, I, false>(args, s.mode0, s.mode1);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
-  bool small = args.outputs[0].numel < 0x7fffffffll;
-  for (int i = 0; i < KF_NIN; ++i) small = small && args.inputs[i].numel < 0x7fffffffll;
-  if (small) {
-    kf_dispatch<int>(args);
+  __shared__ KfSetup setup;
+  if (threadIdx.x == 0) kf_setup(args, setup);
+  __syncthreads();
+  if (setup.small) {
+    kf_dispatch<int>(args, setup);
   } else {
-    kf_dispatch<kf_i64>(args);
+    kf_dispatch<kf_i64>(args, setup);
   }
 }
 )";
@@ -234,6 +348,10 @@ class ElementwiseGenerator : public KernelGenerator {
     };
     if (HasTranscendental(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf / __fdividef intrinsics"});
+    }
+    if (p_.reuse_inner > 0) {
+      params.push_back({"reuse", {"1", "2", "4", "8"},
+                        "output rows per thread sharing one load of the broadcast input"});
     }
     space_ = ParamSpace(std::move(params));
   }
@@ -306,6 +424,12 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       return absl::StrCat("vec ", c.GetInt("vec"), " would never run: the broadcast inputs "
                           "of this shape are read element by element");
     }
+    if (Reuse(c) > 1) {
+      if (c.GetInt("ilp") > 1) return "reuse and ilp both put several rows' vectors in flight";
+      if (c.GetInt("vec") == 1 || p_.reuse_inner % c.GetInt("vec") != 0) {
+        return "reuse runs on the vector path only, with vec dividing the row";
+      }
+    }
     return "";
   }
 
@@ -326,6 +450,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   int64_t SharedBytes(const Config&) const override { return 0; }
 
+  int Reuse(const Config& c) const { return p_.reuse_inner > 0 ? c.GetInt("reuse") : 1; }
+
   double MinBytes() const override {
     double bytes = double(p_.numel) * ElementSize(p_.out_dtype);
     for (int i = 0; i < p_.num_inputs; ++i) bytes += p_.in_numel[i] * ElementSize(p_.in_dtype[i]);
@@ -334,14 +460,17 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   double EstimateSeconds(const Config& c) const override {
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    const int reuse = Reuse(c);
     const double n = std::max<int64_t>(1, p_.numel);
-    const double per_block = double(threads) * vec * ilp;
+    const double per_block = double(threads) * vec * ilp * reuse;
     const double blocks = std::ceil(n / per_block);
-    const int regs = 24 + vec * ilp * (p_.num_inputs + 1);
+    const int regs = 24 + vec * ilp * reuse * p_.num_inputs;
     const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, regs));
     const double grid = c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
     double in_flight = 0;
-    for (int i = 0; i < p_.num_inputs; ++i) in_flight += vec * ilp * ElementSize(p_.in_dtype[i]);
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      in_flight += vec * ilp * (p_.in_numel[i] < n ? 1 : reuse) * ElementSize(p_.in_dtype[i]);
+    }
     // Scalar code pays index math per element; broadcast offsets once per vector.
     double ops_per_elem = 4 + (vec == 1 ? 12 : vec == 2 ? 4 : 1) + p_.broadcast_index_ops / vec;
     const bool fast = c.GetInt("fast_math") == 1;
@@ -352,6 +481,22 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     launch.threads = threads;
     launch.registers = regs;
     launch.dram_bytes = MinBytes() * AccessWidthPenalty(vec * MaxElementSize());
+    if (p_.reuse_inner > 0) {
+      // Each broadcast input is re-read once per row group of `reuse` rows: from L2 while a
+      // row group's streamed bytes leave it room, else from DRAM.
+      double streamed_per_row = double(p_.reuse_inner) * ElementSize(p_.out_dtype), again = 0;
+      for (int i = 0; i < p_.num_inputs; ++i) {
+        streamed_per_row += double(p_.reuse_inner) * ElementSize(p_.in_dtype[i]);
+        if (p_.in_numel[i] < n) {
+          again += (n / reuse - p_.in_numel[i]) * ElementSize(p_.in_dtype[i]);
+        }
+      }
+      if (streamed_per_row * reuse > double(gpu_.l2_bytes) / 4) {
+        launch.dram_bytes += again;
+      } else {
+        launch.l2_bytes += again;
+      }
+    }
     launch.bytes_in_flight_per_thread = in_flight;
     launch.ops = n * ops_per_elem;
     launch.block_latency_cycles = std::ceil(blocks / grid) * 700;
@@ -369,8 +514,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype[0]), " T0;\ntypedef ",
                     CudaType(p_.in_dtype[p_.num_inputs > 1 ? 1 : 0]), " T1;\ntypedef ",
                     CudaType(p_.out_dtype), " TO;\n#define KF_THREADS ", threads,
-                    "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n#define KF_NIN ",
-                    p_.num_inputs, "\n");
+                    "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n#define KF_REUSE ",
+                    Reuse(c), "\n#define KF_NIN ", p_.num_inputs, "\n");
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
     src += FastDivideSource();
@@ -379,10 +524,12 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     src += kEngine;
     PlanSpec plan;
     plan.let = {{"N", "out0_numel"},
-                {"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp, "))")}};
+                {"BLOCKS",
+                 absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp * Reuse(c), "))")}};
     std::string grid = "BLOCKS";
     if (c.Get("grid") == "stride") {
-      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, 24 + vec * ilp * 3));
+      const int per_sm =
+          std::max(1, BlocksPerSm(gpu_, threads, 0, 24 + vec * ilp * Reuse(c) * p_.num_inputs));
       plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
       grid = "GRID";
     }
@@ -417,6 +564,20 @@ double BroadcastIndexOps(const ElementwiseProblem& p) {
     if (p.in_sizes[i] != p.out_sizes) ops += 4.0 * p.in_groups[i].n;
   }
   return ops;
+}
+
+// kf_reuse_rows's form on the captured shapes: every input flat or one group of stride 1 (the
+// output's innermost elements), the latter all of one size, which then is the row.
+int64_t ReuseInner(const ElementwiseProblem& p) {
+  if (!p.broadcast) return 0;
+  int64_t inner = 0;
+  for (int i = 0; i < p.num_inputs; ++i) {
+    if (p.in_sizes[i] == p.out_sizes) continue;
+    const KfGroups<kf_i64>& g = p.in_groups[i];
+    if (g.n != 1 || g.stride[0] != 1 || (inner != 0 && g.size[0] != inner)) return 0;
+    inner = g.size[0];
+  }
+  return inner < p.numel ? inner : 0;
 }
 
 class ElementwiseFamily : public Family {
@@ -513,6 +674,7 @@ class ElementwiseFamily : public Family {
       kf_groups<kf_i64>(p.in_tensor[i], p.out_tensor, p.in_groups[i]);
     }
     p.broadcast_index_ops = BroadcastIndexOps(p);
+    p.reuse_inner = ReuseInner(p);
     return std::unique_ptr<KernelGenerator>(std::make_unique<ElementwiseGenerator>(p, gpu));
   }
 };

@@ -74,60 +74,62 @@ __device__ __forceinline__ KfStat kf_reduce_cluster(KfStat s, int lane, int rib,
 #endif
 
 // Visits this thread's vectors of [c0, c1): fully unrolled over the register cache slots
-// when the row fits it, else a loop unrolled KF_UNROLL times.
-template <int V, typename F>
-__device__ __forceinline__ void kf_for_each(kf_i64 c0, kf_i64 c1, int lane, bool slots, F&& f) {
-  if (slots) {
-#pragma unroll
-    for (int k = 0; k < KF_CAP / V; ++k) {
-      const kf_i64 c = c0 + ((kf_i64)k * KF_RT + lane) * V;
-      if (c < c1) f(c, k);
-    }
-  } else {
-    for (kf_i64 base = c0 + (kf_i64)lane * V; base < c1; base += (kf_i64)KF_RT * V * KF_UNROLL) {
-#pragma unroll
-      for (int u = 0; u < KF_UNROLL; ++u) {
-        const kf_i64 c = base + (kf_i64)u * KF_RT * V;
-        if (c < c1) f(c, 0);
-      }
-    }
-  }
-}
-
-// kf_for_each for the passes that read back what pass 0 read: each vector is read through
-// `read` first, and outside the register cache all KF_UNROLL reads of a step are issued
-// before `f` sees any. The compiler may not move a load above a store through a pointer that
-// could alias it, so an output pass that stored as it read would keep one vector in flight
-// per thread: memory-latency bound.
-template <int V, typename R, typename F>
+// when the row fits it (`slots`), else a loop unrolled KF_UNROLL times. Each vector is loaded
+// into an L through `load` first, and outside the register cache all KF_UNROLL loads of a
+// step are issued before `f(c, slot, l)` sees any: a load followed at once by the work on it
+// waits out its latency before the next is issued (pass 0 ran at two thirds of the DRAM
+// bandwidth so), and the compiler may not move a load above a store through a pointer that
+// could alias it.
+template <int V, typename L, typename R, typename F>
 __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane, bool slots,
-                                                 R&& read, F&& f) {
+                                                 R&& load, F&& f) {
   if (slots) {
 #pragma unroll
     for (int k = 0; k < KF_CAP / V; ++k) {
       const kf_i64 c = c0 + ((kf_i64)k * KF_RT + lane) * V;
       if (c < c1) {
-        float v[V];
-        read(c, k, v);
-        f(c, v);
+        L l;
+        load(c, k, l);
+        f(c, k, l);
       }
     }
   } else {
     for (kf_i64 base = c0 + (kf_i64)lane * V; base < c1; base += (kf_i64)KF_RT * V * KF_UNROLL) {
-      float v[KF_UNROLL][V];
+      L l[KF_UNROLL];
 #pragma unroll
       for (int u = 0; u < KF_UNROLL; ++u) {
         const kf_i64 c = base + (kf_i64)u * KF_RT * V;
-        if (c < c1) read(c, 0, v[u]);
+        if (c < c1) load(c, 0, l[u]);
       }
 #pragma unroll
       for (int u = 0; u < KF_UNROLL; ++u) {
         const kf_i64 c = base + (kf_i64)u * KF_RT * V;
-        if (c < c1) f(c, v[u]);
+        if (c < c1) f(c, 0, l[u]);
       }
     }
   }
 }
+
+// Pass 0: kf_for_each_read of the raw vectors of row xr.
+template <int V, typename F>
+__device__ __forceinline__ void kf_for_each(const TI* xr, kf_i64 c0, kf_i64 c1, int lane,
+                                            bool slots, F&& f) {
+  kf_for_each_read<V, KfVec<TI, V>>(
+      c0, c1, lane, slots,
+      [&](kf_i64 c, int, KfVec<TI, V>& raw) {
+        raw = *reinterpret_cast<const KfVec<TI, V>*>(xr + c);
+      },
+      f);
+}
+
+template <int V> struct KfVals { float v[V]; };
+
+// A vector of the output pass: its inputs and the output hook's per-column parameters, both
+// loaded before any store of the step (kf_for_each_read).
+template <int V> struct KfOutVals {
+  float v[V];
+  KfOutParams<V> p;
+};
 
 // The output pass over columns [c0, c1) of a row: each vector read back through `read`,
 // normalized by kf_out_vec and stored.
@@ -136,11 +138,17 @@ __device__ __forceinline__ void kf_write_chunk(const KfArgs& args, kf_i64 row, b
                                                kf_i64 cols, kf_i64 c0, kf_i64 c1, int lane,
                                                bool slots, R&& read, const KfRowCtx& ctx) {
   TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
-  kf_for_each_read<V>(c0, c1, lane, slots, read, [&](kf_i64 c, const float (&v)[V]) {
-    float o[V];
-    kf_out_vec<V>(v, c, ctx, o);
-    kf_store<V>(yr + c, o);
-  });
+  kf_for_each_read<V, KfOutVals<V>>(
+      c0, c1, lane, slots,
+      [&](kf_i64 c, int k, KfOutVals<V>& l) {
+        read(c, k, l.v);
+        kf_out_params<V>(c, ctx, l.p);
+      },
+      [&](kf_i64 c, int, const KfOutVals<V>& l) {
+        float o[V];
+        kf_out_vec<V>(l.v, c, l.p, ctx, o);
+        kf_store<V>(yr + c, o);
+      });
 }
 
 // One row (or, split, one chunk of it: chunk number `part_index`). PHASE 0: whole row in one
@@ -196,8 +204,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
     }
     s = kf_reduce_row<0>(s, lane, rib, red);
   } else {
-    kf_for_each<V>(c0, e1, lane, use_regs, [&](kf_i64 c, int k) {
-      const KfVec<TI, V> raw = *reinterpret_cast<const KfVec<TI, V>*>(xr + c);
+    kf_for_each<V>(xr, c0, e1, lane, use_regs, [&](kf_i64 c, int k, const KfVec<TI, V>& raw) {
       float v[V];
 #pragma unroll
       for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
@@ -224,8 +231,9 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   kf_finish<0>(s, ctx);
 #if KF_PASSES == 2
   KfStat t = kf_identity<1>();
-  kf_for_each_read<V>(c0, e1, lane, use_regs, read,
-                      [&](kf_i64 c, const float (&v)[V]) { kf_add<1, V>(t, v, c, ctx); });
+  kf_for_each_read<V, KfVals<V>>(
+      c0, e1, lane, use_regs, [&](kf_i64 c, int k, KfVals<V>& l) { read(c, k, l.v); },
+      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });
   t = kf_reduce_row<1>(t, lane, rib, red);
 #if KF_CLUSTER
   t = kf_reduce_cluster<1>(t, lane, rib, part);
@@ -241,7 +249,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 
 // Whether rows can be read (and written) KF_VEC elements at a time.
 __device__ __forceinline__ bool kf_vec_ok(const KfArgs& args, kf_i64 cols) {
-  bool ok = KF_VEC > 1 && cols % KF_VEC == 0 &&
+  bool ok = KF_VEC > 1 && cols % KF_VEC == 0 && kf_vectors_fit(args, cols) &&
             kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(TI));
 #if !KF_PER_ROW
   ok = ok && kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
@@ -289,10 +297,12 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows(KfArgs args) {
 )";
 
 constexpr char kSplitEntries[] = R"(
-extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_partial(KfArgs args) {
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
+    kf_rows_partial(KfArgs args) {
   kf_rows_body<1>(args);
 }
-extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_finish(KfArgs args) {
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
+    kf_rows_finish(KfArgs args) {
   kf_rows_body<2>(args);
 }
 )";
@@ -375,8 +385,7 @@ __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& i
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, it.row, cols);
   KfStat s = kf_identity<0>();
-  kf_for_each<V>(it.c0, it.c1, lane, false, [&](kf_i64 c, int) {
-    const KfVec<TI, V> raw = *reinterpret_cast<const KfVec<TI, V>*>(xr + c);
+  kf_for_each<V>(xr, it.c0, it.c1, lane, false, [&](kf_i64 c, int, const KfVec<TI, V>& raw) {
     if (sbuf != nullptr) *reinterpret_cast<KfVec<TI, V>*>(sbuf + (c - it.c0)) = raw;
     float v[V];
 #pragma unroll
@@ -487,8 +496,13 @@ __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf
   rows = x.sizes[0] * (kf_i64)%d;
   cols = rows > 0 ? x.numel / rows : 0;
 }
+// Whether KF_VEC consecutive columns always lie in one channel (KF_VEC divides H*W).
+__device__ __forceinline__ bool kf_vectors_fit(const KfArgs& args, kf_i64 cols) {
+  const kf_i64 cg = args.inputs[0].sizes[1] / %d;
+  return cg > 0 && (cols / cg) %% KF_VEC == 0;
+}
 )",
-                           p.groups);
+                           p.groups, p.groups);
   }
   return absl::StrFormat(R"(
 __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf_i64& cols) {
@@ -497,6 +511,7 @@ __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf
   for (int d = x.ndim - %d; d < x.ndim; ++d) cols *= x.sizes[d];
   rows = cols > 0 ? x.numel / cols : 0;
 }
+__device__ __forceinline__ bool kf_vectors_fit(const KfArgs&, kf_i64) { return true; }
 )",
                          p.row_dims);
 }
@@ -517,10 +532,11 @@ std::string ContextCode(const RowProblem& p) {
   ctx.c_first = (row %% %d) * cg;
   ctx.hw = cg > 0 ? cols / cg : 1;
   if (ctx.hw == 0) ctx.hw = 1;
-  // col / hw as a multiply-shift (exact for col, hw < 2^31); wider rows keep the 64-bit
-  // division.
+  // col / hw as a multiply-shift (exact for col, hw < 2^31); wider rows through a double
+  // reciprocal. A 64-bit integer division here made the output pass ~50 registers heavier.
   ctx.div32 = cols < (1ll << 31);
   if (ctx.div32) ctx.hw_divisor = kf_divisor((unsigned long long)ctx.hw);
+  ctx.inv_hw = 1.0 / (double)ctx.hw;
 )",
                                            p.groups, p.groups));
   }
@@ -536,6 +552,7 @@ struct KfRowCtx {
   kf_i64 hw;
   KfDivisor hw_divisor;
   bool div32;
+  double inv_hw;
 };
 __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, kf_i64 row,
                                             kf_i64 cols) {
@@ -549,12 +566,20 @@ __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, k
   ctx.hw = 1;
   ctx.hw_divisor = kf_divisor(1);
   ctx.div32 = false;
+  ctx.inv_hw = 1.0;
 )",
                       init, "}\n", p.op != RowOp::kGroupNorm ? "" : R"(
 // The channel offset of column `col` within the group's row.
 __device__ __forceinline__ kf_i64 kf_channel(kf_i64 col, const KfRowCtx& ctx) {
   if (ctx.div32) return (kf_i64)kf_divide((unsigned)col, ctx.hw_divisor);
-  return col / ctx.hw;
+  // The double quotient is within one of the exact one (col < 2^53): corrected.
+  kf_i64 q = (kf_i64)((double)col * ctx.inv_hw);
+  if (q * ctx.hw > col) {
+    --q;
+  } else if ((q + 1) * ctx.hw <= col) {
+    ++q;
+  }
+  return q;
 }
 )");
 }
@@ -646,9 +671,15 @@ namespace {
 
 // kf_out_vec: the output hook of V elements from column c, element by element for ops
 // without per-column parameters.
+// Output hooks without per-column parameters.
+constexpr char kNoOutParams[] = R"(template <int V> struct KfOutParams {};
+template <int V>
+__device__ __forceinline__ void kf_out_params(kf_i64, const KfRowCtx&, KfOutParams<V>&) {}
+)";
+
 constexpr char kOutVecOfOut[] = R"(template <int V>
-__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfRowCtx& ctx,
-                                           float (&o)[V]) {
+__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfOutParams<V>&,
+                                           const KfRowCtx& ctx, float (&o)[V]) {
 #pragma unroll
   for (int i = 0; i < V; ++i) o[i] = kf_out(v[i], c + i, ctx);
 }
@@ -658,7 +689,9 @@ __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const 
 // aligned instead of V scalar loads; group norm finds the channel once per vector (V
 // divides the channel size whenever the row is vectorized and H*W % V == 0) with a
 // multiply-shift division, and folds rstd * weight into one scale per vector: per element
-// a subtract and an FMA instead of a 64-bit division and two scalar loads.
+// a subtract and an FMA instead of a 64-bit division and two scalar loads. Group norm's
+// scale and shift are its KfOutParams, loaded with the step's inputs (kf_write_chunk): loaded
+// beside the store that uses them, each waited its own latency, in series, one per vector.
 std::string OutCode(const RowProblem& p) {
   const bool w = p.weight_input >= 0, b = p.bias_input >= 0;
   std::string out = R"(
@@ -672,22 +705,28 @@ __device__ __forceinline__ void kf_load_affine(const T* p, kf_i64 c, float (&out
     for (int i = 0; i < V; ++i) out[i] = kf_to_float(p[c + i]);
   }
 }
-template <int V>
-__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfRowCtx& ctx,
-                                           float (&o)[V]) {
 )";
   if (p.op == RowOp::kGroupNorm) {
+    // A vector never straddles two channels: kf_vec_ok takes the vector path only when V
+    // divides H*W.
     absl::StrAppend(
-        &out, "  if (ctx.hw % V == 0) {\n", "    const kf_i64 ch = ctx.c_first + kf_channel(c, ctx);\n",
-        "    const float scale = ctx.b", w ? " * kf_to_float(ctx.w[ch])" : "", ";\n",
-        "    const float shift = ", b ? "kf_to_float(ctx.bias[ch])" : "0.f", ";\n",
-        "#pragma unroll\n    for (int i = 0; i < V; ++i) o[i] = fmaf(v[i] - ctx.a, scale, shift);\n",
-        "  } else {\n#pragma unroll\n    for (int i = 0; i < V; ++i) {\n",
-        "      const kf_i64 ch = ctx.c_first + kf_channel(c + i, ctx);\n",
-        "      o[i] = (v[i] - ctx.a) * ctx.b", w ? " * kf_to_float(ctx.w[ch])" : "",
-        b ? " + kf_to_float(ctx.bias[ch])" : "", ";\n    }\n  }\n}\n");
+        &out, "template <int V> struct KfOutParams { float scale, shift; };\n",
+        "template <int V>\n__device__ __forceinline__ void kf_out_params(kf_i64 c, ",
+        "const KfRowCtx& ctx, KfOutParams<V>& p) {\n",
+        "  const kf_i64 ch = ctx.c_first + kf_channel(c, ctx);\n",
+        "  p.scale = ctx.b", w ? " * kf_to_float(ctx.w[ch])" : "", ";\n",
+        "  p.shift = ", b ? "kf_to_float(ctx.bias[ch])" : "0.f", ";\n}\n",
+        "template <int V>\n__device__ __forceinline__ void kf_out_vec(const float (&v)[V], ",
+        "kf_i64, const KfOutParams<V>& p,\n    const KfRowCtx& ctx, float (&o)[V]) {\n",
+        "#pragma unroll\n  for (int i = 0; i < V; ++i) o[i] = fmaf(v[i] - ctx.a, p.scale, p.shift);\n",
+        "}\n");
     return out;
   }
+  out += kNoOutParams;
+  out += R"(template <int V>
+__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfOutParams<V>&,
+                                           const KfRowCtx& ctx, float (&o)[V]) {
+)";
   if (w) out += "  float w[V];\n  kf_load_affine<V>(ctx.w, c, w);\n";
   if (b) out += "  float bb[V];\n  kf_load_affine<V>(ctx.bias, c, bb);\n";
   const std::string expr = p.op == RowOp::kRmsNorm ? "v[i] * ctx.b" : "(v[i] - ctx.a) * ctx.b";
@@ -740,7 +779,7 @@ template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRo
                             finish1, R"(
 }
 __device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
-                            out, " }\n", kOutVecOfOut);
+                            out, " }\n", kNoOutParams, kOutVecOfOut);
       }
       return absl::StrCat(R"(
 // Two-pass softmax: pass 0 the max, pass 1 the sum of exp(x - max).
@@ -770,7 +809,7 @@ template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRo
   }
 }
 __device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
-                          out, " }\n", kOutVecOfOut);
+                          out, " }\n", kNoOutParams, kOutVecOfOut);
     }
     case RowOp::kLayerNorm:
     case RowOp::kGroupNorm: {
@@ -892,7 +931,7 @@ __device__ __forceinline__ void kf_write_row(const KfStat& s, const KfRowCtx& ct
                                              const KfArgs& args) {
   kf_reduce_store(reinterpret_cast<TO*>(args.outputs[0].data), ctx.row, s, ctx.cols);
 }
-)");
+)", kNoOutParams);
   }
   return "";
 }
@@ -1407,7 +1446,8 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_SPLIT ", split, "\n#define KF_CLUSTER ", cluster ? 1 : 0,
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0,
-                    "\n#define KF_MIN_BLOCKS ", sync ? SyncBlocksPerSm(c) : 1, "\n");
+                    "\n#define KF_MIN_BLOCKS ", sync ? SyncBlocksPerSm(c) : 1,
+                    "\n#define KF_SPLIT_MIN_BLOCKS ", scratch ? SplitBlocksPerSm(c) : 1, "\n");
     src += GeometryCode(p_);
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
@@ -1500,6 +1540,17 @@ class RowKernelGenerator : public KernelGenerator {
   // registers cannot make it fewer) and launched with: what threads and the register estimate
   // allow. (Capping registers at 64 to fit 1024 threads per SM made the H200's best group norm
   // sync split 1.45x slower, 2026-12-01.)
+  // Blocks per SM the launches of a scratch split are compiled for: registers for a step's
+  // KF_UNROLL vectors and the finishing launch's output parameters, no more. Left free, ptxas
+  // gave a group norm's finishing launch 80-128 registers for the ~70 it needed, and the SM
+  // a quarter of its threads (2026-12-01, H200).
+  int SplitBlocksPerSm(const Config& c) const {
+    const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
+    const int registers = (40 + c.GetInt("unroll") * (c.GetInt("vec") + 2) + 7) / 8 * 8;
+    return std::clamp(gpu_.registers_per_sm / (block * std::min(registers, 255)), 1,
+                      gpu_.max_threads_per_sm / block);
+  }
+
   int SyncBlocksPerSm(const Config& c) const {
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
