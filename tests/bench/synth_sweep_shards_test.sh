@@ -30,7 +30,7 @@ pass=$( (lines 0; lines 1) | cut -f4 | grep -c '^PASS$')
 
 "$SWEEP" --rows $ROW --shard 0/2 --resume --quick-only --details "$DIR/d" >"$DIR/r0.txt" 2>&1 ||
   fail "the --resume run exited with $?"
-grep -q "$n0 carried from --details, 0 compile batches" "$DIR/r0.txt" ||
+grep -q "$n0 carried from --details, 0 sources to compile" "$DIR/r0.txt" ||
   { grep "$ROW:" "$DIR/r0.txt"; fail "--resume did not carry all $n0 configs of shard 0"; }
 
 "$SWEEP" --rows $ROW --finish --details "$DIR/d" --out "$DIR/table.md" >"$DIR/f.txt" 2>&1 ||

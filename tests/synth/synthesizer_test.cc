@@ -666,8 +666,11 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
   auto group = gn->Generate(s);
   ASSERT_TRUE(group.ok()) << group.status();
   EXPECT_THAT(group->source, HasSubstr("kf_divide((unsigned)col, ctx.hw_divisor)"));
-  EXPECT_THAT(group->source, HasSubstr("if (ctx.hw % V == 0)"));
-  EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw)]")));
+  // Vectors never straddle channels, so one scale and shift per vector, loaded with the
+  // step's inputs; no 64-bit integer division for the channel.
+  EXPECT_THAT(group->source, HasSubstr("kf_vectors_fit(args, cols)"));
+  EXPECT_THAT(group->source, HasSubstr("kf_out_params<V>(c, ctx, l.p)"));
+  EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw")));
   EXPECT_THAT(group->launch_plan_json, HasSubstr("kf_rows_partial"));
 }
 
