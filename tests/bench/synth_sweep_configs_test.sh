@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # integration test (no GPU) of kforge-synth-sweep --configs on the smallest anchor row: exactly
 # the given configs are swept (two configs that differ only in `grid` share one source, so one
-# compile), and a config outside the space fails the run with an error naming it.
+# compile), and a config outside the space fails the run with an error naming it; --sources
+# writes a named model row's kernel with its config on the first line.
 #   synth_sweep_configs_test.sh KFORGE_SYNTH_SWEEP
 set -uo pipefail
 SWEEP=$1
@@ -19,4 +20,14 @@ out=$("$SWEEP" --rows $ROW --configs "vec=3" --compile-only --jobs 1 2>&1) &&
   fail "a bad config must fail the run:"$'\n'"$out"
 echo "$out" | grep -q "\-\-configs 'vec=3' is not a valid pooling config" ||
   fail "a bad config must be named:"$'\n'"$out"
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+C="grid=stride;ilp=1;reuse=4;threads=64;vec=8"
+out=$("$SWEEP" --rows mask-add-bf16 --configs "$C" --compile-only --jobs 1 --sources "$DIR" 2>&1) ||
+  fail "the mask-add model row must compile:"$'\n'"$out"
+CANONICAL="threads=64;vec=8;ilp=1;grid=stride;reuse=4"  # the space's parameter order
+[[ $(head -1 "$DIR/mask-add-bf16.0.cu") == "// $CANONICAL" ]] ||
+  fail "--sources: no $DIR/mask-add-bf16.0.cu of $CANONICAL"
+grep -q "#define KF_REUSE 4" "$DIR/mask-add-bf16.0.cu" || fail "--sources: the kernel is not the config's"
+grep -q '"kf_elementwise"' "$DIR/mask-add-bf16.0.plan.json" || fail "--sources: no launch plan"
 echo "synth_sweep_configs_test: all checks passed"
