@@ -1,6 +1,7 @@
 // Device code compiled for the host (device_code.h): the multiply-shift division is exact, and
 // the elementwise kernels' broadcast offsets equal the per-dim walk over the input's sizes
-// and strides for random broadcast patterns and layouts, with groups merged as documented.
+// and strides for random broadcast patterns and layouts, with groups merged as documented;
+// a row span (kf_row_span, the reuse path's form) is what it says.
 #include "services/proposer/synth/device_code.h"
 
 #include <gtest/gtest.h>
@@ -60,6 +61,16 @@ void ExpectOffsetsMatch(const KfTensor& t, const KfTensor& out) {
     ASSERT_EQ(static_cast<long long>(kf_group_offset<I>(g, static_cast<I>(e))),
               ReferenceOffset(t, out, e))
         << "element " << e;
+  }
+}
+
+// kf_row_span's promise: a nonzero span r means input offset = e % r for every element.
+void ExpectRowSpanMatches(const KfTensor& t, const KfTensor& out) {
+  const long long r = kf_row_span(t, out);
+  if (r == 0) return;
+  EXPECT_LT(r, out.numel);
+  for (long long e = 0; e < out.numel; ++e) {
+    ASSERT_EQ(e % r, ReferenceOffset(t, out, e)) << "element " << e << ", span " << r;
   }
 }
 
@@ -138,7 +149,24 @@ TEST(BroadcastGroups, RandomPatternsAndLayoutsMatchThePerDimWalk) {
     const KfTensor in = Tensor(in_sizes, in_strides);
     ExpectOffsetsMatch<int>(in, out);
     ExpectOffsetsMatch<kf_i64>(in, out);
+    ExpectRowSpanMatches(in, out);
   }
+}
+
+TEST(RowSpan, MasksAndBiasesSpanOneOutputRow) {
+  const std::vector<long long> scores = {2, 8, 16, 16};
+  const KfTensor out = Tensor(scores, ContiguousStrides(scores));
+  auto span = [&](const std::vector<long long>& sizes) {
+    return kf_row_span(Tensor(sizes, ContiguousStrides(sizes)), out);
+  };
+  EXPECT_EQ(span({1, 1, 16, 16}), 256);  // a causal mask shared by batch and heads
+  EXPECT_EQ(span({16, 16}), 256);         // the same without its leading 1s
+  EXPECT_EQ(span({16}), 16);              // a bias over the last dim
+  EXPECT_EQ(span({2, 1, 16, 16}), 0);     // per batch: repeats in the middle, not outside
+  EXPECT_EQ(span({1, 8, 1, 1}), 0);       // per head: not the innermost elements
+  EXPECT_EQ(span(scores), 0);             // the output's shape: nothing repeats
+  // The innermost elements in another layout are not one dense row.
+  EXPECT_EQ(kf_row_span(Tensor({16, 16}, {1, 16}), out), 0);
 }
 
 }  // namespace

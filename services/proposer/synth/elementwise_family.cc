@@ -156,25 +156,6 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
 }
 
 #if KF_REUSE > 1 && KF_NIN == 2
-// Elements per output row when `t` is dense over the output's innermost dims and repeats over
-// the outer ones (its offset of output element e is e % row), else 0.
-__device__ __forceinline__ kf_i64 kf_row_span(const KfTensor& t, const KfTensor& out) {
-  const int shift = out.ndim - t.ndim;
-  if (shift < 0) return 0;
-  kf_i64 row = 1;
-  int d = out.ndim - 1;
-  for (; d >= shift; --d) {
-    const kf_i64 s = t.sizes[d - shift];
-    if (s == 1 && out.sizes[d] != 1) break;  // the repeated outer dims start
-    if (s != out.sizes[d] || (s != 1 && t.strides[d - shift] != row)) return 0;
-    row *= s;
-  }
-  for (; d >= shift; --d) {
-    if (t.sizes[d - shift] != 1) return 0;
-  }
-  return row < out.numel ? row : 0;
-}
-
 template <bool C, typename A, typename B> struct KfPick { typedef A type; };
 template <typename A, typename B> struct KfPick<false, A, B> { typedef B type; };
 
@@ -547,9 +528,11 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   KfTensor t{};
   t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
+  t.numel = 1;
   for (int d = 0; d < t.ndim; ++d) {
     t.sizes[d] = sig.sizes(d);
     t.strides[d] = d < sig.strides_size() ? sig.strides(d) : 0;
+    t.numel *= t.sizes[d];
   }
   return t;
 }
@@ -566,18 +549,13 @@ double BroadcastIndexOps(const ElementwiseProblem& p) {
   return ops;
 }
 
-// kf_reuse_rows's form on the captured shapes: every input flat or one group of stride 1 (the
-// output's innermost elements), the latter all of one size, which then is the row.
+// kf_reuse_rows's form on the captured shapes (as kf_setup decides it per call): one input
+// of the output's shape, the other spanning one output row (kf_row_span).
 int64_t ReuseInner(const ElementwiseProblem& p) {
-  if (!p.broadcast) return 0;
-  int64_t inner = 0;
-  for (int i = 0; i < p.num_inputs; ++i) {
-    if (p.in_sizes[i] == p.out_sizes) continue;
-    const KfGroups<kf_i64>& g = p.in_groups[i];
-    if (g.n != 1 || g.stride[0] != 1 || (inner != 0 && g.size[0] != inner)) return 0;
-    inner = g.size[0];
-  }
-  return inner < p.numel ? inner : 0;
+  if (p.num_inputs != 2) return 0;
+  const bool flat0 = p.in_sizes[0] == p.out_sizes, flat1 = p.in_sizes[1] == p.out_sizes;
+  if (flat0 == flat1) return 0;
+  return kf_row_span(p.in_tensor[flat0 ? 1 : 0], p.out_tensor);
 }
 
 class ElementwiseFamily : public Family {

@@ -75,3 +75,23 @@ KF_HD I kf_group_offset(const KfGroups<I>& g, I e) {
   }
   return offset;
 }
+
+// Elements per output row when `t` is dense over the output's innermost dims and repeats over
+// the outer ones, so its offset of output element e is e % row (an attention mask over heads,
+// a bias over tokens); 0 when `t` is of another form or is the output's shape.
+KF_HD kf_i64 kf_row_span(const KfTensor& t, const KfTensor& out) {
+  const int shift = out.ndim - t.ndim;
+  if (shift < 0) return 0;
+  kf_i64 row = 1;
+  int d = out.ndim - 1;
+  for (; d >= shift; --d) {
+    const kf_i64 s = t.sizes[d - shift];
+    if (s == 1 && out.sizes[d] != 1) break;  // the repeated outer dims start
+    if (s != out.sizes[d] || (s != 1 && t.strides[d - shift] != row)) return 0;
+    row *= s;
+  }
+  for (; d >= shift; --d) {
+    if (t.sizes[d - shift] != 1) return 0;
+  }
+  return row < out.numel ? row : 0;
+}
