@@ -69,7 +69,6 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
   }
 
   // Full validation of each kernel; returns how many were evaluated.
- public:
   static int ExpectPass(const std::string& name, const v1::Target& target,
                         const std::string& inputs,
                         const std::vector<std::pair<std::string, GeneratedKernel>>& kernels) {
@@ -86,6 +85,33 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
           << Describe(result);
     }
     return static_cast<int>(kernels.size());
+  }
+
+  // Two configs with `param` = `value` (any but "1" when value is empty) of every sample target
+  // whose space has the param, fp32 and bf16, through full validation on the captured and the
+  // held-out shape; returns how many were evaluated.
+  static int ExpectConfigsWithParamPass(const std::string& param, const std::string& value) {
+    int evaluated = 0;
+    for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
+      for (auto& sample : testing::SampleTargets(dtype)) {
+        v1::Target target = sample.target;
+        target.set_shape_generic(true);
+        auto generator = testing::BindForTest(target);
+        if (generator == nullptr) return evaluated;
+        std::vector<std::pair<std::string, GeneratedKernel>> kernels;
+        for (const Config& config : testing::ValidSample(*generator, 400, 77 + evaluated)) {
+          const std::string v = config.Get(param);
+          const bool wanted = value.empty() ? v != "1" : v == value;
+          if (v.empty() || !wanted || kernels.size() == 2) continue;
+          auto kernel = generator->Generate(config);
+          EXPECT_TRUE(kernel.ok()) << kernel.status();
+          if (kernel.ok()) kernels.emplace_back(config.ToString(), *kernel);
+        }
+        if (kernels.empty()) continue;  // not a target with the param
+        evaluated += ExpectPass(sample.name, target, CapturedInputs(target), kernels);
+      }
+    }
+    return evaluated;
   }
 
   static Compiler* compiler_;
@@ -127,32 +153,6 @@ TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
     evaluated += ExpectPass(sample.name, target, inputs, kernels);
   }
   EXPECT_GT(evaluated, 0);
-}
-
-// Two configs with `param` = `value` (any but "1" when value is empty) of every sample target
-// whose space has the param, fp32 and bf16, through full validation on the captured and the
-// held-out shape; returns how many were evaluated.
-int ExpectConfigsWithParamPass(const std::string& param, const std::string& value) {
-  int evaluated = 0;
-  for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
-    for (auto& sample : testing::SampleTargets(dtype)) {
-      v1::Target target = sample.target;
-      target.set_shape_generic(true);
-      auto generator = testing::BindForTest(target);
-      if (generator == nullptr) return evaluated;
-      std::vector<std::pair<std::string, GeneratedKernel>> kernels;
-      for (const Config& config : testing::ValidSample(*generator, 400, 77 + evaluated)) {
-        const std::string v = config.Get(param);
-        if (v.empty() || (value.empty() ? v == "1" : v != value) || kernels.size() == 2) continue;
-        auto kernel = generator->Generate(config);
-        EXPECT_TRUE(kernel.ok()) << kernel.status();
-        if (kernel.ok()) kernels.emplace_back(config.ToString(), *kernel);
-      }
-      if (kernels.empty()) continue;  // not a target with the param
-      evaluated += SynthGpuTest::ExpectPass(sample.name, target, CapturedInputs(target), kernels);
-    }
-  }
-  return evaluated;
 }
 
 // Rows split in one cooperative launch (split_mode=sync), the only configs whose blocks wait

@@ -669,14 +669,15 @@ __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfS
 
 namespace {
 
-// kf_out_vec: the output hook of V elements from column c, element by element for ops
-// without per-column parameters.
-// Output hooks without per-column parameters.
+// Output hooks without per-column parameters (kf_write_chunk loads a vector's KfOutParams
+// with its inputs).
 constexpr char kNoOutParams[] = R"(template <int V> struct KfOutParams {};
 template <int V>
 __device__ __forceinline__ void kf_out_params(kf_i64, const KfRowCtx&, KfOutParams<V>&) {}
 )";
 
+// kf_out_vec: the output hook of V elements from column c, element by element for ops
+// without per-column parameters.
 constexpr char kOutVecOfOut[] = R"(template <int V>
 __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfOutParams<V>&,
                                            const KfRowCtx& ctx, float (&o)[V]) {
@@ -690,8 +691,8 @@ __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const 
 // divides the channel size whenever the row is vectorized and H*W % V == 0) with a
 // multiply-shift division, and folds rstd * weight into one scale per vector: per element
 // a subtract and an FMA instead of a 64-bit division and two scalar loads. Group norm's
-// scale and shift are its KfOutParams, loaded with the step's inputs (kf_write_chunk): loaded
-// beside the store that uses them, each waited its own latency, in series, one per vector.
+// scale and shift are its KfOutParams, loaded with the step's inputs (kf_write_chunk):
+// loaded beside the store that used them, they waited out their latency one vector at a time.
 std::string OutCode(const RowProblem& p) {
   const bool w = p.weight_input >= 0, b = p.bias_input >= 0;
   std::string out = R"(
@@ -1536,14 +1537,11 @@ class RowKernelGenerator : public KernelGenerator {
     return regs;
   }
 
-  // Blocks per SM a sync split is compiled for (its __launch_bounds__ minimum, so the
-  // registers cannot make it fewer) and launched with: what threads and the register estimate
-  // allow. (Capping registers at 64 to fit 1024 threads per SM made the H200's best group norm
-  // sync split 1.45x slower, 2026-12-01.)
   // Blocks per SM the launches of a scratch split are compiled for: registers for a step's
   // KF_UNROLL vectors and the finishing launch's output parameters, no more. Left free, ptxas
-  // gave a group norm's finishing launch 80-128 registers for the ~70 it needed, and the SM
-  // a quarter of its threads (2026-12-01, H200).
+  // gave a group norm's finishing launch 80-128 registers and the SM a quarter of its
+  // threads. The estimate is rough: it caps a bf16 finish of unroll 2 at 64 registers, which
+  // spills (2026-12-01-h200-engine-registers-and-reuse.md).
   int SplitBlocksPerSm(const Config& c) const {
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     const int registers = (40 + c.GetInt("unroll") * (c.GetInt("vec") + 2) + 7) / 8 * 8;
@@ -1551,6 +1549,10 @@ class RowKernelGenerator : public KernelGenerator {
                       gpu_.max_threads_per_sm / block);
   }
 
+  // Blocks per SM a sync split is compiled for (its __launch_bounds__ minimum, so the
+  // registers cannot make it fewer) and launched with: what threads and the register estimate
+  // allow. (Capping registers at 64 to fit 1024 threads per SM made the H200's best group norm
+  // sync split 1.45x slower, 2026-12-01.)
   int SyncBlocksPerSm(const Config& c) const {
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
