@@ -2,7 +2,8 @@
 # integration test (no GPU) of kforge-synth-sweep --configs on the smallest anchor row: exactly
 # the given configs are swept (two configs that differ only in `grid` share one source, so one
 # compile), and a config outside the space fails the run with an error naming it; --sources
-# writes a named model row's kernel with its config on the first line.
+# writes a named model row's kernel with its config on the first line; --priors writes one
+# prior per valid config.
 #   synth_sweep_configs_test.sh KFORGE_SYNTH_SWEEP
 set -uo pipefail
 SWEEP=$1
@@ -30,4 +31,9 @@ CANONICAL="threads=64;vec=8;ilp=1;grid=stride;reuse=4"  # the space's parameter 
   fail "--sources: no $DIR/mask-add-bf16.0.cu of $CANONICAL"
 grep -q "#define KF_REUSE 4" "$DIR/mask-add-bf16.0.cu" || fail "--sources: the kernel is not the config's"
 grep -q '"kf_elementwise"' "$DIR/mask-add-bf16.0.plan.json" || fail "--sources: no launch plan"
+out=$("$SWEEP" --rows $ROW --compile-only --priors "$DIR/priors.tsv" 2>&1) || fail "--priors failed:"$'\n'"$out"
+valid=$(echo "$out" | sed -n "s/^$ROW: [a-z_]*, \([0-9]*\) valid configs.*/\1/p")
+[[ -n $valid && $(wc -l <"$DIR/priors.tsv") -eq $valid ]] || fail "--priors: not one line per valid config"
+awk -F'\t' -v row=$ROW '$1 != row || $3 <= 0 { bad = 1 } END { exit bad }' "$DIR/priors.tsv" ||
+  fail "--priors: a line is not row, config, positive microseconds"
 echo "synth_sweep_configs_test: all checks passed"

@@ -207,6 +207,7 @@ struct PrepareOptions {
   bool finish_only = false;  // --finish: sweep nothing new
   std::vector<std::string> configs;  // --configs: sweep exactly these (config strings)
   std::string sources_dir;  // --sources: write each kernel's source and plan here
+  std::string priors_path;  // --priors: append each valid config's prior here, sweep nothing
 };
 
 // Distinct sources NVRTC compiles for the row (kernels sharing a source compile once).
@@ -243,6 +244,14 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     return;
   }
   row.enumeration = std::move(*e);
+  if (!options.priors_path.empty()) {
+    std::ofstream priors(options.priors_path, std::ios::app);
+    for (const Config& c : row.enumeration.valid) {
+      priors << row.anchor.id << '\t' << c.ToString() << '\t'
+             << row.generator->EstimateSeconds(c) * 1e6 << '\n';
+    }
+    return;
+  }
   if (!options.configs.empty()) {
     for (const std::string& text : options.configs) {
       absl::StatusOr<Config> c = row.generator->Space().Parse(text);
@@ -999,7 +1008,7 @@ std::string ExeDir() {
 int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
-  std::string shard_text, resume_dir, configs_text, sources_dir;
+  std::string shard_text, resume_dir, configs_text, sources_dir, priors_path;
   int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8, quick_chunk = 2048;
   bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
        resume = false;
@@ -1067,6 +1076,9 @@ int Main(int argc, char** argv) {
                  "write each swept kernel's generated source and launch plan as "
                  "DIR/<row>.<n>.cu and .plan.json (first line: its config), to read, profile "
                  "or compile it by hand");
+  app.add_option("--priors", priors_path,
+                 "write every valid config's cost-model prior (row, config, µs as TSV) to this "
+                 "file and exit: to rank the prior against --details' measured times");
   app.add_option("--emit-rows", emit_rows,
                  "write the anchor rows (ops, args, shapes) as JSON for torch_compile_times.py "
                  "and exit");
@@ -1220,6 +1232,8 @@ int Main(int argc, char** argv) {
     prepare.finish_only = finish;
     if (!configs_text.empty()) prepare.configs = absl::StrSplit(configs_text, '|');
     prepare.sources_dir = sources_dir;
+    prepare.priors_path = priors_path;
+    if (!priors_path.empty()) std::ofstream(priors_path, std::ios::trunc);
     if (!sources_dir.empty()) std::filesystem::create_directories(sources_dir);
     for (size_t i = 0; i < rows.size(); ++i) {
       Row& r = *rows[i];
@@ -1249,6 +1263,10 @@ int Main(int argc, char** argv) {
                      static_cast<long long>(-reasons[j].first), reasons[j].second.c_str());
       }
       if (r.error.empty()) pool.Add(&r);
+    }
+    if (!priors_path.empty()) {
+      std::fprintf(stderr, "wrote the priors of every valid config to %s\n", priors_path.c_str());
+      return 0;
     }
 
     std::unique_ptr<EvaluationPipeline> pipeline;
