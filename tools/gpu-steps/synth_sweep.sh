@@ -17,16 +17,18 @@
 # their start, less --gpu-reserve-s for the quick passes still queued, and append every
 # config's result to synth-sweep-details/<row>.shard-I-of-N.tsv. A later call continues where
 # this one stopped: copy the previous call's synth-sweep-details/ to
-# KFORGE_SWEEP_RESUME_FROM (it is copied into $OUT_DIR and read with --resume). Unless
+# KFORGE_SWEEP_RESUME_FROM (it is copied into $OUT_DIR and read with --resume; the call's
+# synth-sweep-details.tgz works too: a device call brings back at most 8 files, and a session
+# with one GPU spreads the sweep over several calls, so commit it between sessions). Unless
 # KFORGE_SWEEP_FINISH=0, torch.compile and `kforge-synth-sweep --finish` follow: the best
 # quick-pass configs of all shards and calls through full validation, and the table, whose
 # "configs swept" of "valid" says how much of each space is covered (equal: exhaustive).
-# Measured cost (docs/benchmarks/2026-11-30-h200-synth-sweep.md): ~0.245 CPU-s per config
-# batched, ~45.6k core-s for the 186k configs: ~25 min of compiling on a 32-core 2-GPU machine
-# (about 4 calls), ~13 min on 64 cores / 4 GPUs, ~6.5 min on 128 cores / 8 GPUs (one call).
-# Calls but the last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=500; the last keeps ~200 s
-# for torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300). The details of a call (~25 MB)
-# fit the 64 MiB a run may carry back in.
+# Measured cost (docs/benchmarks/2026-12-01-cpu-shared-sources.md and session 7's note):
+# ~0.26 CPU-s per distinct source, 132k sources for the 229k configs: ~34k core-s, so ~41 min
+# of compiling on one 16-core H200 (several calls over two sessions), ~19 min on a 32-core
+# 2-GPU machine, ~9.5 on 64 cores / 4 GPUs, ~5 on 128 cores / 8 GPUs (one call). Calls but the
+# last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=500; the last keeps ~200 s for
+# torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300).
 #
 # KFORGE_SWEEP_ROWS=id,id picks rows (kforge-synth-sweep --help lists them).
 set -uo pipefail
@@ -86,12 +88,17 @@ BUDGET=${KFORGE_SWEEP_BUDGET_S:-390}
 DETAILS=$OUT_DIR/synth-sweep-details
 mkdir -p "$DETAILS"
 if [[ -n ${KFORGE_SWEEP_RESUME_FROM:-} ]]; then
-  if [[ ! -d $KFORGE_SWEEP_RESUME_FROM ]]; then
-    echo "KFORGE_SWEEP_RESUME_FROM=$KFORGE_SWEEP_RESUME_FROM is not a directory: pass the previous call's synth-sweep-details/" |
+  FROM=$KFORGE_SWEEP_RESUME_FROM
+  if [[ -f $FROM && $FROM == *.tgz ]]; then
+    tar xzf "$FROM" -C "$DETAILS" --strip-components=1 --wildcards '*.tsv' ||
+      { echo "KFORGE_SWEEP_RESUME_FROM=$FROM: not a tarball of details" | tee "$OUT_DIR/synth-sweep.md"; exit 2; }
+  elif [[ -d $FROM ]]; then
+    cp -n "$FROM"/*.tsv "$DETAILS"/ 2>/dev/null
+  else
+    echo "KFORGE_SWEEP_RESUME_FROM=$FROM is neither a directory nor a .tgz: pass the previous call's synth-sweep-details/ or synth-sweep-details.tgz" |
       tee "$OUT_DIR/synth-sweep.md"
     exit 2
   fi
-  cp -n "$KFORGE_SWEEP_RESUME_FROM"/*.tsv "$DETAILS"/ 2>/dev/null
   echo "resuming from $(cat "$DETAILS"/*.tsv 2>/dev/null | wc -l) lines of earlier details"
 fi
 GPUS=${KFORGE_SWEEP_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
@@ -112,6 +119,8 @@ for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { r=$?; echo "shard $i exited with $r (log: synth-sweep-shard-$i.txt)"; rc=$r; }
   tail -5 "$OUT_DIR/synth-sweep-shard-$i.txt"
 done
+# One file that a device call can bring back and a later session commit and resume from.
+tar czf "$OUT_DIR/synth-sweep-details.tgz" -C "$OUT_DIR" synth-sweep-details
 if [[ ${KFORGE_SWEEP_FINISH:-1} == 0 ]]; then
   echo "KFORGE_SWEEP_FINISH=0: no table this call; resume from $DETAILS"
   exit $rc
