@@ -3,7 +3,7 @@
 # the given configs are swept (two configs that differ only in `grid` share one source, so one
 # compile), and a config outside the space fails the run with an error naming it; --sources
 # writes a named model row's kernel with its config on the first line; --priors writes one
-# prior per valid config.
+# prior per valid config, and names a path it cannot write.
 #   synth_sweep_configs_test.sh KFORGE_SYNTH_SWEEP
 set -uo pipefail
 SWEEP=$1
@@ -36,4 +36,6 @@ valid=$(echo "$out" | sed -n "s/^$ROW: [a-z_]*, \([0-9]*\) valid configs.*/\1/p"
 [[ -n $valid && $(wc -l <"$DIR/priors.tsv") -eq $valid ]] || fail "--priors: not one line per valid config"
 awk -F'\t' -v row=$ROW '$1 != row || $3 <= 0 { bad = 1 } END { exit bad }' "$DIR/priors.tsv" ||
   fail "--priors: a line is not row, config, positive microseconds"
+out=$("$SWEEP" --rows $ROW --priors "$DIR/missing/priors.tsv" 2>&1) && fail "--priors into a missing dir must fail"
+echo "$out" | grep -q "\-\-priors $DIR/missing/priors.tsv: cannot write" || fail "--priors must name the path: $out"
 echo "synth_sweep_configs_test: all checks passed"

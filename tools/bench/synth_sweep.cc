@@ -1108,6 +1108,24 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (resume || finish) resume_dir = details_dir;
+  // Files written as rows are prepared: fail now, naming the path, rather than write nothing.
+  if (!priors_path.empty()) {
+    if (!std::ofstream(priors_path, std::ios::trunc)) {
+      std::fprintf(stderr, "--priors %s: cannot write that file\n", priors_path.c_str());
+      return 2;
+    }
+    compile_only = true;  // priors need no GPU
+  }
+  if (!sources_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(sources_dir, ec);
+    if (ec || !std::ofstream(sources_dir + "/.kforge-write-check")) {
+      std::fprintf(stderr, "--sources %s: cannot write into that directory%s%s\n",
+                   sources_dir.c_str(), ec ? ": " : "", ec ? ec.message().c_str() : "");
+      return 2;
+    }
+    std::filesystem::remove(sources_dir + "/.kforge-write-check", ec);
+  }
 
   absl::StatusOr<std::vector<AnchorRow>> anchors = bench::SelectRows(rows_filter, kTargetIdPrefix);
   if (!anchors.ok()) {
@@ -1233,8 +1251,6 @@ int Main(int argc, char** argv) {
     if (!configs_text.empty()) prepare.configs = absl::StrSplit(configs_text, '|');
     prepare.sources_dir = sources_dir;
     prepare.priors_path = priors_path;
-    if (!priors_path.empty()) std::ofstream(priors_path, std::ios::trunc);
-    if (!sources_dir.empty()) std::filesystem::create_directories(sources_dir);
     for (size_t i = 0; i < rows.size(); ++i) {
       Row& r = *rows[i];
       if (budget_s > 0) {
