@@ -5,7 +5,7 @@
 # `kforge-synth-sweep --configs CONFIG --quick-only --reps 1`, profiling the config's launches
 # in its first quick-pass run; `--clock-control none` (METHOD.md: leave the clocks alone).
 # Writes OUT_DIR/profile-<row>-<n>.txt per config and OUT_DIR/profile.md listing them.
-#   KFORGE_PROFILE_ROW=id                 the anchor row (kforge-synth-sweep --help lists them)
+#   KFORGE_PROFILE_ROW=id                 the row (`kforge-synth-sweep --rows x` lists them)
 #   KFORGE_PROFILE_CONFIGS='cfg|cfg'      configs as the sweep's --details print them
 #   KFORGE_PROFILE_LAUNCHES=N             launches profiled per config (default 4: a split's
 #                                         two launches, twice)

@@ -30,7 +30,7 @@
 # last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=500; the last keeps ~200 s for
 # torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300).
 #
-# KFORGE_SWEEP_ROWS=id,id picks rows (kforge-synth-sweep --help lists them).
+# KFORGE_SWEEP_ROWS=id,id picks rows, anchor or model rows (`kforge-synth-sweep --rows x` lists them).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=${1:-out/gpu-check}
