@@ -119,17 +119,22 @@ std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured
 
 std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
     const std::vector<at::Tensor>& captured) {
-  // The leading dimension to grow: the largest of the highest-rank inputs, so a broadcast
-  // input put first (a [1,1,S,S] mask + [B,H,S,S] scores) does not grow alone.
-  int64_t rank = 0, lead = 0;
+  // The leading dimension to grow: that of the first highest-rank input whose leading size is
+  // not 1 (1 when none is), so a lower-rank weight put first ([C] * [B,S,C]) or a broadcast
+  // input put first ([1,1,S,S] mask + [B,H,S,S] scores) does not grow alone, and a matmul's
+  // [M,K] x [K,N] grows M as before.
+  int64_t rank = 0;
   for (const at::Tensor& t : captured) {
-    if (!t.defined() || t.dim() == 0) continue;
-    if (t.dim() > rank || (t.dim() == rank && t.size(0) > lead)) {
-      rank = t.dim();
-      lead = t.size(0);
-    }
+    if (t.defined()) rank = std::max<int64_t>(rank, t.dim());
   }
   if (rank == 0) return std::nullopt;
+  int64_t lead = 1;
+  for (const at::Tensor& t : captured) {
+    if (t.defined() && t.dim() == rank && t.size(0) != 1) {
+      lead = t.size(0);
+      break;
+    }
+  }
   const int64_t held_out = lead <= 1 ? 3 : lead + std::max<int64_t>(1, lead / 3);
   std::vector<std::vector<int64_t>> sizes;
   for (const at::Tensor& t : captured) {

@@ -23,11 +23,12 @@ namespace kforge {
 std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured, uint64_t seed,
                                          const std::vector<std::vector<int64_t>>& sizes = {});
 
-// The held-out shape of a shape-generic target: the leading dimension d of the highest-rank
-// inputs (the largest d among them) becomes d + max(1, d / 3) (3 when d is 1) in every input
-// of that rank and leading size; inputs that broadcast along it keep theirs. Larger, not
-// smaller: a kernel with the captured size baked in then leaves the extra rows unwritten
-// (caught cleanly) instead of writing far out of bounds. nullopt when every input is 0-d.
+// The held-out shape of a shape-generic target: the leading dimension d of the first
+// highest-rank input whose d is not 1 (d = 1 when none is) becomes d + max(1, d / 3) (3 when
+// d is 1) in every input of that rank and leading size; inputs that broadcast along it, and
+// lower-rank ones, keep theirs. Larger, not smaller: a kernel with the captured size baked in
+// then leaves the extra rows unwritten (caught cleanly) instead of writing far out of bounds.
+// nullopt when every input is 0-d.
 std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
     const std::vector<at::Tensor>& captured);
 

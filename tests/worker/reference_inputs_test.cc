@@ -113,6 +113,16 @@ TEST(HeldOutSizesTest, LeadingDimensionGrowsForSharingInputs) {
   ASSERT_TRUE(mask_first.has_value());
   EXPECT_EQ((*mask_first)[0], std::vector<int64_t>({1, 1, 4, 4}));
   EXPECT_EQ((*mask_first)[1], std::vector<int64_t>({3, 8, 4, 4}));
+  // A lower-rank weight first: the activation's batch grows, the weight stays.
+  auto weight_first = HeldOutSizes({at::randn({6}), at::randn({1, 5, 6})});
+  ASSERT_TRUE(weight_first.has_value());
+  EXPECT_EQ((*weight_first)[0], std::vector<int64_t>({6}));
+  EXPECT_EQ((*weight_first)[1], std::vector<int64_t>({3, 5, 6}));
+  // A matmul's operands of one rank: the first one's rows grow, the inner dimension stays.
+  auto mm = HeldOutSizes({at::randn({4, 16}), at::randn({16, 8})});
+  ASSERT_TRUE(mm.has_value());
+  EXPECT_EQ((*mm)[0], std::vector<int64_t>({5, 16}));
+  EXPECT_EQ((*mm)[1], std::vector<int64_t>({16, 8}));
 }
 
 }  // namespace
