@@ -202,11 +202,15 @@ class KeyHasher {
 
 std::string Compiler::CacheKey(const v1::Candidate& candidate,
                                const v1::CompileOptions& options) const {
+  return CandidateKey(candidate.launch_plan_json(), SourceCacheKey(candidate.source(), options));
+}
+
+std::string Compiler::CandidateKey(const std::string& plan_json, const std::string& source_key) {
   KeyHasher key;
   key.Field("schema", "kforge-compile-1");
-  auto plan = LaunchPlan::Parse(candidate.launch_plan_json());
-  key.Field("plan", plan.ok() ? plan->canonical_json() : candidate.launch_plan_json());
-  key.Field("source", SourceCacheKey(candidate.source(), options));
+  auto plan = LaunchPlan::Parse(plan_json);
+  key.Field("plan", plan.ok() ? plan->canonical_json() : plan_json);
+  key.Field("source", source_key);
   return absl::StrCat("compile/", key.Finish());
 }
 
@@ -229,12 +233,15 @@ v1::CompileResult Compiler::Compile(const v1::Candidate& candidate,
                                     const v1::CompileOptions& options) {
   const absl::Time start = absl::Now();
   const v1::CompileOptions normalized = Normalize(options);
-  const std::string key = CacheKey(candidate, normalized);
+  // The source's key is part of the candidate's, and keys NVRTC's output on a miss: hashed once.
+  const std::string source_key = SourceCacheKey(candidate.source(), normalized);
+  const std::string key = CandidateKey(candidate.launch_plan_json(), source_key);
   if (std::optional<v1::CompileResult> cached = CachedResult(key)) {
+    // A hit's duration is the lookup's.
     cached->set_duration_s(absl::ToDoubleSeconds(absl::Now() - start));
     return *std::move(cached);
   }
-  v1::CompileResult result = CompileUncached(candidate, normalized);
+  v1::CompileResult result = CompileUncached(candidate, normalized, source_key);
   result.set_cache_key(key);
   result.set_duration_s(absl::ToDoubleSeconds(absl::Now() - start));
   StoreResult(key, result);
@@ -242,7 +249,8 @@ v1::CompileResult Compiler::Compile(const v1::Candidate& candidate,
 }
 
 v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
-                                            const v1::CompileOptions& options) {
+                                            const v1::CompileOptions& options,
+                                            const std::string& source_key) {
   if (absl::Status status = CheckCompileOptions(options); !status.ok()) {
     return Refused(options, compiler_version_, status.message());
   }
@@ -265,7 +273,7 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
     plan = *std::move(parsed);
   }
 
-  v1::CompileResult result = CompileSource(candidate.source(), options);
+  v1::CompileResult result = CompileSource(candidate.source(), options, source_key);
   if (result.status() == v1::COMPILE_OK && plan) {
     for (const std::string& entry : plan->EntryPoints()) {
       bool mangled = false;
@@ -285,11 +293,13 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
 }
 
 v1::CompileResult Compiler::CompileSource(const std::string& source,
-                                          const v1::CompileOptions& options) {
-  const std::string key = SourceCacheKey(source, options);
-  if (std::optional<v1::CompileResult> cached = CachedResult(key)) return *std::move(cached);
+                                          const v1::CompileOptions& options,
+                                          const std::string& source_key) {
+  if (std::optional<v1::CompileResult> cached = CachedResult(source_key)) {
+    return *std::move(cached);
+  }
   v1::CompileResult result = RunChild(CanonicalSource(source), options);
-  StoreResult(key, result);
+  StoreResult(source_key, result);
   return result;
 }
 

@@ -71,10 +71,14 @@ class Compiler {
   Compiler(CompilerOptions options, Store* cache) : options_(std::move(options)), cache_(cache) {}
 
   v1::CompileOptions Normalize(const v1::CompileOptions& options) const;
+  // CacheKey from the plan and the source's key.
+  static std::string CandidateKey(const std::string& plan_json, const std::string& source_key);
   v1::CompileResult CompileUncached(const v1::Candidate& candidate,
-                                    const v1::CompileOptions& options);
-  // RunChild behind the source-level cache entry.
-  v1::CompileResult CompileSource(const std::string& source, const v1::CompileOptions& options);
+                                    const v1::CompileOptions& options,
+                                    const std::string& source_key);
+  // RunChild behind the source-level cache entry (`source_key`: SourceCacheKey of the source).
+  v1::CompileResult CompileSource(const std::string& source, const v1::CompileOptions& options,
+                                  const std::string& source_key);
   v1::CompileResult RunChild(const std::string& source, const v1::CompileOptions& options);
   // The cache's entry for `key`, marked cache_hit; nullopt on a miss (a cache error or an
   // unreadable entry is logged and counts as a miss).

@@ -356,54 +356,59 @@ TEST(SynthesizerTest, MismatchWithFastMathTurnsItOff) {
   for (const auto& c : children->candidates()) EXPECT_EQ(c.params().at("fast_math"), "0");
 }
 
-// A request for children of `config`, a node of the sample's family whose launch failed with
-// `message`.
-v1::ProposeRequest AfterLaunchError(const testing::SampleTarget& sample, const Config& config,
-                                    const std::string& message) {
+// The children the synthesizer proposes after `config` (valid for the fp32 sample `name`)
+// failed to launch with `message`, beside the generator and the parent config.
+struct LaunchErrorChildren {
+  std::unique_ptr<KernelGenerator> generator;
+  Config parent;
+  std::vector<Config> children;
+};
+LaunchErrorChildren ChildrenAfterLaunchError(const std::string& name, const std::string& config,
+                                             const std::string& message) {
+  const auto samples = SampleTargets(v1::FLOAT32);
+  const auto& sample = Sample(samples, name);
+  LaunchErrorChildren out;
+  out.generator = Bind(sample.target);
+  out.parent = *out.generator->Space().Parse(config);
+  EXPECT_EQ(out.generator->Check(out.parent), "");
   v1::Candidate parent;
   parent.set_id("parent");
   parent.set_proposer("synth:" + sample.family);
-  for (const auto& [k, v] : config.values()) (*parent.mutable_params())[k] = v;
+  for (const auto& [k, v] : out.parent.values()) (*parent.mutable_params())[k] = v;
   v1::ProposeRequest request = Request(sample.target, 8, 9);
   *request.mutable_parent() = Evaluated(parent, v1::LAUNCH_ERROR, message);
-  return request;
+  Synthesizer synth;
+  auto proposed = synth.Propose(request);
+  EXPECT_TRUE(proposed.ok());
+  if (!proposed.ok()) return out;
+  for (const auto& c : proposed->candidates()) {
+    out.children.push_back(*out.generator->Space().FromMap(Params(c)));
+  }
+  return out;
 }
 
 TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
-  Synthesizer synth;
-  const auto samples = SampleTargets(v1::FLOAT32);
-  const auto& sample = Sample(samples, "layer_norm_affine");
-  auto generator = Bind(sample.target);
-  Config config = *generator->Space().Parse(
+  const LaunchErrorChildren r = ChildrenAfterLaunchError(
+      "layer_norm_affine",
       "row_threads=256;rows_per_block=4;vec=4;algo=welford;cache=smem;reg_cache=8;split=1;"
-      "split_mode=scratch;unroll=1;grid=oneshot");
-  ASSERT_EQ(generator->Check(config), "");
-  auto children = synth.Propose(AfterLaunchError(
-      sample, config, "cuLaunchKernelEx: too much shared memory requested (12288 bytes)"));
-  ASSERT_TRUE(children.ok());
-  ASSERT_GE(children->candidates_size(), 1);
-  for (const auto& c : children->candidates()) {
-    Config child = *generator->Space().FromMap(Params(c));
-    EXPECT_LT(generator->SharedBytes(child), generator->SharedBytes(config)) << child.ToString();
+      "split_mode=scratch;unroll=1;grid=oneshot",
+      "cuLaunchKernelEx: too much shared memory requested (12288 bytes)");
+  ASSERT_GE(r.children.size(), 1u);
+  for (const Config& child : r.children) {
+    EXPECT_LT(r.generator->SharedBytes(child), r.generator->SharedBytes(r.parent))
+        << child.ToString();
   }
 }
 
 TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
-  Synthesizer synth;
-  const auto samples = SampleTargets(v1::FLOAT32);
-  const auto& sample = Sample(samples, "log_softmax_long_rows");
-  auto generator = Bind(sample.target);
-  Config config = *generator->Space().Parse(
+  const LaunchErrorChildren r = ChildrenAfterLaunchError(
+      "log_softmax_long_rows",
       "row_threads=256;rows_per_block=1;vec=4;algo=online;cache=none;reg_cache=8;split=8;"
-      "split_mode=sync;unroll=2;fast_math=0;grid=oneshot");
-  ASSERT_EQ(generator->Check(config), "");
-  auto children = synth.Propose(AfterLaunchError(
-      sample, config,
+      "split_mode=sync;unroll=2;fast_math=0;grid=oneshot",
       "launch 1 (kf_rows_sync, grid 264x1x1) was refused: too many blocks in cooperative "
-      "launch (a cooperative launch's blocks must all fit on the GPU at once)"));
-  ASSERT_TRUE(children.ok());
-  ASSERT_GE(children->candidates_size(), 1);
-  for (const auto& c : children->candidates()) EXPECT_NE(c.params().at("split_mode"), "sync");
+      "launch (a cooperative launch's blocks must all fit on the GPU at once)");
+  ASSERT_GE(r.children.size(), 1u);
+  for (const Config& child : r.children) EXPECT_NE(child.Get("split_mode"), "sync");
 }
 
 TEST(SynthesizerTest, NeighbourMovesStayInTheSpaceForEverySampledConfig) {

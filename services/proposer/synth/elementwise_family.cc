@@ -230,6 +230,7 @@ __device__ __forceinline__ void kf_setup(const KfArgs& args, KfSetup& s) {
   bool small = out.numel < 0x7fffffffll;
   for (int i = 0; i < KF_NIN; ++i) small = small && args.inputs[i].numel < 0x7fffffffll;
   s.small = small;
+  const bool flat0 = kf_flat(args.inputs[0], out), flat1 = kf_flat(args.inputs[KF_NIN - 1], out);
   s.mode0 = kf_mode(args.inputs[0], out, KF_VEC);
   s.mode1 = KF_NIN == 2 ? kf_mode(args.inputs[KF_NIN - 1], out, KF_VEC) : KF_FLAT;
   bool vec_ok = KF_VEC > 1 && s.mode0 != KF_SCALAR_ONLY && s.mode1 != KF_SCALAR_ONLY &&
@@ -239,12 +240,11 @@ __device__ __forceinline__ void kf_setup(const KfArgs& args, KfSetup& s) {
   s.path = !vec_ok ? KF_PATH_SCALAR : small && kf_is_captured(args) ? KF_PATH_CAPTURED
                                                                     : KF_PATH_VEC;
   if (!vec_ok) {  // element by element, a scalar mode per input
-    s.mode0 = kf_flat(args.inputs[0], out) ? KF_FLAT : KF_SCALAR_ONLY;
-    s.mode1 = KF_NIN == 1 || kf_flat(args.inputs[KF_NIN - 1], out) ? KF_FLAT : KF_SCALAR_ONLY;
+    s.mode0 = flat0 ? KF_FLAT : KF_SCALAR_ONLY;
+    s.mode1 = KF_NIN == 1 || flat1 ? KF_FLAT : KF_SCALAR_ONLY;
   }
 #if KF_REUSE > 1 && KF_NIN == 2
   // One input flat, the other spanning one output row of a multiple of KF_VEC elements.
-  const bool flat0 = kf_flat(args.inputs[0], out), flat1 = kf_flat(args.inputs[1], out);
   if (vec_ok && flat0 != flat1) {
     s.row_input = flat0 ? 1 : 0;
     s.inner = kf_row_span(args.inputs[s.row_input], out);

@@ -535,8 +535,11 @@ std::string ContextCode(const RowProblem& p) {
   // col / hw as a multiply-shift (exact for col, hw < 2^31); wider rows through a double
   // reciprocal. A 64-bit integer division here made the output pass ~50 registers heavier.
   ctx.div32 = cols < (1ll << 31);
-  if (ctx.div32) ctx.hw_divisor = kf_divisor((unsigned long long)ctx.hw);
-  ctx.inv_hw = 1.0 / (double)ctx.hw;
+  if (ctx.div32) {
+    ctx.hw_divisor = kf_divisor((unsigned long long)ctx.hw);
+  } else {
+    ctx.inv_hw = 1.0 / (double)ctx.hw;
+  }
 )",
                                            p.groups, p.groups));
   }
