@@ -73,6 +73,32 @@ absl::StatusOr<std::array<std::string, 3>> ParseDims(const json& value, const st
   return dims;
 }
 
+// requires.multiple_of: [[expression, multiple], ...] with multiples from 1 to 2^20.
+absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ParseMultiples(const json& value) {
+  if (!value.is_array() || value.size() > kMaxLetBindings) {
+    return PlanError("requires.multiple_of",
+                     absl::StrCat("expected an array of at most ", kMaxLetBindings,
+                                  " [expression, multiple] pairs"));
+  }
+  std::vector<std::pair<std::string, int64_t>> multiples;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string path = absl::StrCat("requires.multiple_of[", i, "]");
+    const json& pair = value[i];
+    if (!pair.is_array() || pair.size() != 2) {
+      return PlanError(path, "expected [expression, multiple]");
+    }
+    auto expr = ParseIntField(pair[0], path + "[0]");
+    if (!expr.ok()) return expr.status();
+    const json& m = pair[1];
+    if (!m.is_number_integer() || (m.is_number_unsigned() && m.get<uint64_t>() > (1u << 20)) ||
+        m.get<int64_t>() < 1 || m.get<int64_t>() > (1 << 20)) {
+      return PlanError(path + "[1]", absl::StrCat(m.dump(), " is not an integer from 1 to 2^20"));
+    }
+    multiples.emplace_back(*std::move(expr), m.get<int64_t>());
+  }
+  return multiples;
+}
+
 std::string LaunchPath(size_t index, absl::string_view field) {
   return absl::StrCat("launches[", index, "].", field);
 }
@@ -236,7 +262,8 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
     if (!it->is_object()) {
       return PlanError("requires", absl::StrCat("expected an object, got ", it->type_name()));
     }
-    if (absl::Status keys = CheckKeys(*it, "requires", {"contiguous", "alignment_bytes"});
+    if (absl::Status keys =
+            CheckKeys(*it, "requires", {"contiguous", "alignment_bytes", "multiple_of"});
         !keys.ok()) {
       return keys;
     }
@@ -256,6 +283,12 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
                          absl::StrCat(a->dump(), " is not a power of two from 1 to 4096"));
       }
       plan.requirements_.alignment_bytes = alignment;
+    }
+    if (auto m = it->find("multiple_of"); m != it->end()) {
+      absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> multiples =
+          ParseMultiples(*m);
+      if (!multiples.ok()) return multiples.status();
+      plan.requirements_.multiple_of = *std::move(multiples);
     }
   }
   plan.canonical_json_ = root.dump();
@@ -290,6 +323,17 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
     return PlanError("scratch_bytes", absl::StrCat("is ", *scratch, "; it must be at least 0"));
   }
   resolved.scratch_bytes = *scratch;
+  for (size_t i = 0; i < requirements_.multiple_of.size(); ++i) {
+    const auto& [expr, multiple] = requirements_.multiple_of[i];
+    const std::string path = absl::StrCat("requires.multiple_of[", i, "]");
+    auto value = Evaluate(expr, resolved.symbols, path);
+    if (!value.ok()) return value.status();
+    if (*value % multiple != 0) {  // FailedPrecondition: the shape, not the plan, is at fault
+      return absl::FailedPreconditionError(
+          absl::StrCat("launch plan: ", path, ": '", expr, "' is ", *value,
+                       ", not a multiple of ", multiple, "; the kernel is not for this shape"));
+    }
+  }
 
   for (size_t i = 0; i < launches_.size(); ++i) {
     const Launch& launch = launches_[i];

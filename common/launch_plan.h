@@ -51,6 +51,9 @@ class LaunchPlan {
   struct Requirements {
     bool contiguous = false;
     int64_t alignment_bytes = 1;  // a power of two; 1: no assumption
+    // Expressions (over the plan's symbols) that must be multiples of a number: a vector
+    // kernel with no per-element path states that its vectors tile the row. Resolve checks it.
+    std::vector<std::pair<std::string, int64_t>> multiple_of;
   };
 
   // An integer field: the plan's text of it (a JSON integer is kept as its decimal text).
@@ -78,7 +81,8 @@ class LaunchPlan {
 
   // Evaluates every field against `symbols` (see BindShapeSymbols) and checks the CUDA limits:
   // block x,y <= 1024, z <= 64, x*y*z <= 1024; grid x <= 2^31-1, y,z <= 65535; every
-  // dimension >= 1; cluster product <= 16 and dividing the grid; shared and scratch bytes >= 0.
+  // dimension >= 1; cluster product <= 16 and dividing the grid; shared and scratch bytes >= 0;
+  // every requires.multiple_of holds (else FailedPrecondition: the kernel is not for the shape).
   absl::StatusOr<ResolvedPlan> Resolve(const SymbolTable& symbols) const;
 
  private:

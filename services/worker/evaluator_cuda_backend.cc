@@ -385,6 +385,7 @@ class CandidateEvaluation {
                                   const at::Tensor& scratch, KfArgs* args);
   // Launches every launch of `plan` on the current stream; a refused launch is LAUNCH_ERROR.
   std::optional<Failure> Launch(const ResolvedPlan& plan, KfArgs& args);
+  std::optional<std::vector<std::vector<int64_t>>> HeldOutShape() const;
   // Synchronizes the stream; a fault is classified and marks a sticky error.
   std::optional<Failure> Sync();
   std::optional<Failure> ValidateSet(const std::string& set_name,
@@ -529,6 +530,20 @@ std::optional<Failure> CandidateEvaluation::Resolve(const std::vector<at::Tensor
     return Fail(v1::LAUNCH_ERROR, absl::StrCat("the launch plan does not resolve: ",
                                                resolved.status().message()));
   }
+  // The kernel may use vector accesses as wide as the plan's alignment: a misaligned pointer
+  // would fault (or, on another GPU, read the wrong bytes), so it is refused here, as the
+  // runtime's guards refuse it.
+  const auto alignment = static_cast<uintptr_t>(plan_->requirements().alignment_bytes);
+  for (const auto& [tensors, kind] : {std::pair{&inputs, "input"}, std::pair{&outputs, "output"}}) {
+    for (size_t i = 0; i < tensors->size(); ++i) {
+      const auto address = reinterpret_cast<uintptr_t>((*tensors)[i].const_data_ptr());
+      if (address % alignment != 0) {
+        return Fail(v1::LAUNCH_ERROR,
+                    absl::StrCat(kind, " ", i, "'s data is not ", alignment,
+                                 "-byte aligned, as the plan's requires.alignment_bytes says"));
+      }
+    }
+  }
   // Over 48 KiB of dynamic shared memory must be opted into per function. Done here, not
   // at launch, so no such call happens during graph capture.
   if (absl::Status s = PrepareKernelFunctions(*gpu_.driver_, *resolved, functions_,
@@ -539,6 +554,21 @@ std::optional<Failure> CandidateEvaluation::Resolve(const std::vector<at::Tensor
   *scratch_bytes = resolved->scratch_bytes;
   *plan = *std::move(resolved);
   return std::nullopt;
+}
+
+// The held-out input sizes (HeldOutSizes), the grown dimension rounded up to a multiple of 16
+// when the plan's requires.multiple_of refuses the odd size: a vector kernel over a whole
+// tensor is for sizes its vectors tile, and is checked on one of those.
+std::optional<std::vector<std::vector<int64_t>>> CandidateEvaluation::HeldOutShape() const {
+  std::optional<std::vector<std::vector<int64_t>>> sizes = HeldOutSizes(captured_);
+  if (!sizes || plan_->requirements().multiple_of.empty()) return sizes;
+  std::vector<TensorShape> inputs;
+  for (const std::vector<int64_t>& s : *sizes) inputs.push_back({s, {}});
+  const absl::Status admitted =
+      plan_->Resolve(BindShapeSymbols(inputs, {}, runner_->scalar_args().ints,
+                                      gpu_.info_.sm_count()))
+          .status();
+  return absl::IsFailedPrecondition(admitted) ? HeldOutSizes(captured_, 16) : sizes;
 }
 
 std::optional<Failure> CandidateEvaluation::FillArgs(const std::vector<at::Tensor>& inputs,
@@ -983,7 +1013,7 @@ v1::EvaluationResult CandidateEvaluation::Run() {
     }
   }
   if (target_.shape_generic()) {
-    std::optional<std::vector<std::vector<int64_t>>> sizes = HeldOutSizes(captured_);
+    std::optional<std::vector<std::vector<int64_t>>> sizes = HeldOutShape();
     if (sizes) {
       if (auto f = phase("validate:heldout", [&] {
             return ValidateSet("heldout", DrawRandomInputs(captured_, seed_base + 1000, *sizes), 2);

@@ -118,7 +118,7 @@ std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured
 }
 
 std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
-    const std::vector<at::Tensor>& captured) {
+    const std::vector<at::Tensor>& captured, int64_t round_to) {
   // The leading dimension to grow: that of the first highest-rank input whose leading size is
   // not 1 (1 when none is), so a lower-rank weight put first ([C] * [B,S,C]) or a broadcast
   // input put first ([1,1,S,S] mask + [B,H,S,S] scores) does not grow alone, and a matmul's
@@ -135,7 +135,8 @@ std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
       break;
     }
   }
-  const int64_t held_out = lead <= 1 ? 3 : lead + std::max<int64_t>(1, lead / 3);
+  int64_t held_out = lead <= 1 ? 3 : lead + std::max<int64_t>(1, lead / 3);
+  if (round_to > 1) held_out = (held_out + round_to - 1) / round_to * round_to;
   std::vector<std::vector<int64_t>> sizes;
   for (const at::Tensor& t : captured) {
     std::vector<int64_t> s = t.defined() ? t.sizes().vec() : std::vector<int64_t>{};

@@ -28,8 +28,10 @@ std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured
 // d is 1) in every input of that rank and leading size; inputs that broadcast along it, and
 // lower-rank ones, keep theirs. Larger, not smaller: a kernel with the captured size baked in
 // then leaves the extra rows unwritten (caught cleanly) instead of writing far out of bounds.
-// nullopt when every input is 0-d.
+// nullopt when every input is 0-d. `round_to` > 1 rounds the grown size up to a multiple of
+// it: for kernels whose plan requires vectors to tile a dimension the growth spans (a
+// reduction over the whole tensor), where the odd size is outside the kernel's domain.
 std::optional<std::vector<std::vector<int64_t>>> HeldOutSizes(
-    const std::vector<at::Tensor>& captured);
+    const std::vector<at::Tensor>& captured, int64_t round_to = 1);
 
 }  // namespace kforge

@@ -101,6 +101,17 @@ TEST(ReadFinishedDetails, MergesTheRowsFilesAndSkipsUnfinishedConfigs) {
   EXPECT_EQ(read->at("a=5").message, "output 0: off");
   // The row's own file sorts first ("gn.shard-..." < "gn.tsv"): the first finished line wins.
   EXPECT_DOUBLE_EQ(read->at("a=1").quick_us, 12.5);
+  EXPECT_EQ(read->at("a=1").kernel_sha256, "");  // a line of an older sweep: no digest
+}
+
+TEST(ReadFinishedDetails, ReadsTheKernelDigest) {
+  TempDir dir;
+  Write(dir.path() / "gn.tsv",
+        std::string(kHeader).insert(std::string(kHeader).size() - 1, "\tkernel_sha256") +
+            "a=1\t0\tCOMPILE_OK\tPASS\t12.500\t5\t0\t0.25\t\t0.000\t\tab12\n");
+  auto read = ReadFinishedDetails(dir.path().string(), "gn");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->at("a=1").kernel_sha256, "ab12");
 }
 
 TEST(ReadFinishedDetails, EmptyWithoutDirectoryAndErrorOnForeignFile) {

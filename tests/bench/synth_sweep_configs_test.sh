@@ -9,8 +9,8 @@ set -uo pipefail
 SWEEP=$1
 ROW=avgpool-r50
 fail() { echo "FAIL: $*"; exit 1; }
-A="grid=stride;row_threads=4;rows_per_block=32;split=1;split_mode=scratch;unroll=1;vec=4"
-B="grid=oneshot;row_threads=4;rows_per_block=32;split=1;split_mode=scratch;unroll=1;vec=4"
+A="grid=stride;row_threads=4;rows_per_block=32;split=1;split_mode=scratch;unroll=1;vec=1"
+B="grid=oneshot;row_threads=4;rows_per_block=32;split=1;split_mode=scratch;unroll=1;vec=1"
 
 out=$("$SWEEP" --rows $ROW --configs "$A|$B" --compile-only --jobs 1 2>&1)
 echo "$out" | grep -q "^$ROW: .* 2 to sweep, 2 distinct kernels, .* 1 sources to compile in 1 batches" ||

@@ -199,6 +199,30 @@ TEST(LaunchPlanTest, LetUsesEarlierNamesOnly) {
               HasSubstr("shadows a symbol"));
 }
 
+TEST(LaunchPlanTest, MultipleOfIsCheckedAtResolve) {
+  const std::string plan = R"({"let": [["COLS", "in0_size_last"]],
+      "launches": [{"entry": "k", "grid": [1], "block": [1]}],
+      "requires": {"multiple_of": [["COLS", 8], ["in0_numel / COLS", 2]]}})";
+  auto parsed = LaunchPlan::Parse(plan);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->requirements().multiple_of.size(), 2u);
+  EXPECT_TRUE(parsed->Resolve({{"in0_size_last", 64}, {"in0_numel", 256}}).ok());
+  EXPECT_THAT(ResolveError(plan, {{"in0_size_last", 60}, {"in0_numel", 240}}),
+              HasSubstr("requires.multiple_of[0]: 'COLS' is 60, not a multiple of 8; the kernel "
+                        "is not for this shape"));
+  EXPECT_THAT(ResolveError(plan, {{"in0_size_last", 64}, {"in0_numel", 192}}),
+              HasSubstr("requires.multiple_of[1]: 'in0_numel / COLS' is 3, not a multiple of 2"));
+  const std::string head = R"({"launches": [{"entry": "k", "grid": [1], "block": [1]}],
+      "requires": {"multiple_of": )";
+  EXPECT_THAT(ParseError(head + R"("COLS"}})"), HasSubstr("requires.multiple_of: expected an array"));
+  EXPECT_THAT(ParseError(head + R"([["COLS"]]}})"),
+              HasSubstr("requires.multiple_of[0]: expected [expression, multiple]"));
+  EXPECT_THAT(ParseError(head + R"([["COLS", 0]]}})"),
+              HasSubstr("requires.multiple_of[0][1]: 0 is not an integer from 1 to 2^20"));
+  EXPECT_THAT(ParseError(head + R"([["COLS +", 8]]}})"),
+              HasSubstr("requires.multiple_of[0][0]: launch plan expression 'COLS +'"));
+}
+
 TEST(LaunchPlanTest, CudaLimitErrors) {
   const SymbolTable n = {{"N", 0}, {"BIG", int64_t{1} << 31}, {"NEG", -4}};
   EXPECT_THAT(ResolveError(OneLaunch("[1]", "[32, 32, 2]"), n),

@@ -403,7 +403,7 @@ TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
 TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
   const LaunchErrorChildren r = ChildrenAfterLaunchError(
       "log_softmax_long_rows",
-      "row_threads=256;rows_per_block=1;vec=4;algo=online;cache=none;reg_cache=8;split=8;"
+      "row_threads=256;rows_per_block=1;vec=1;algo=online;cache=none;reg_cache=8;split=8;"
       "split_mode=sync;unroll=2;fast_math=0;grid=oneshot",
       "launch 1 (kf_rows_sync, grid 264x1x1) was refused: too many blocks in cooperative "
       "launch (a cooperative launch's blocks must all fit on the GPU at once)");
@@ -474,6 +474,12 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
           std::vector<v1::TensorSignature> ins(t->inputs().begin(), t->inputs().end());
           std::vector<v1::TensorSignature> outs(t->outputs().begin(), t->outputs().end());
           auto resolved = plan->Resolve(BindSymbols(ins, outs, testing::IntArgs(*t), 132));
+          // A vector kernel of the row engine is for shapes its vectors tile: its plan
+          // refuses the others, as the generator bound to them refuses the config.
+          if (t != &target && absl::StrContains(other->Check(config), "does not divide")) {
+            EXPECT_THAT(resolved.status().message(), HasSubstr("requires.multiple_of"));
+            continue;
+          }
           ASSERT_TRUE(resolved.ok()) << resolved.status() << "\n" << kernel->launch_plan_json;
           for (const ResolvedLaunch& launch : resolved->launches) {
             EXPECT_LE(launch.shared_bytes, GpuModel{}.shared_bytes_per_block_optin);
@@ -484,12 +490,32 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
   }
 }
 
+TEST(SynthesizerTest, RowVectorsMustTileTheRow) {
+  // Vector kernels have no per-element path: a vec that does not divide a row (or a group
+  // norm channel's H*W) is refused with the reason, and vec 1 covers such shapes.
+  const auto samples = SampleTargets(v1::FLOAT16, 1);
+  auto odd_rows = Bind(Sample(samples, "log_softmax_long_rows").target);  // 1001 columns
+  Config c = *odd_rows->Space().Parse(
+      "row_threads=128;rows_per_block=1;vec=8;algo=online;cache=none;reg_cache=8;split=1;"
+      "split_mode=scratch;unroll=2;fast_math=0;grid=oneshot");
+  EXPECT_EQ(odd_rows->Check(c), "vec 8 does not divide the 1001 columns of a row (a vector "
+                                "kernel has no per-element path)");
+  c.Set("vec", "1");
+  EXPECT_EQ(odd_rows->Check(c), "");
+  auto odd_channels = Bind(Sample(samples, "group_norm_affine").target);  // H*W = 17*9
+  Config g = *odd_channels->Space().Parse(
+      "row_threads=256;rows_per_block=1;vec=2;algo=welford;cache=none;reg_cache=8;split=1;"
+      "split_mode=scratch;unroll=1;grid=oneshot");
+  EXPECT_EQ(odd_channels->Check(g), "vec 2 does not divide the 153 elements of a channel (a "
+                                    "vector kernel has no per-element path)");
+}
+
 TEST(SynthesizerTest, PriorPrefersSensibleShapes) {
   // Long rows of a few rows want a split; short rows want many rows per block.
   const auto samples = SampleTargets(v1::FLOAT16);
   auto long_rows = Bind(Sample(samples, "log_softmax_long_rows").target);
   Config one_block = *long_rows->Space().Parse(
-      "row_threads=512;rows_per_block=1;vec=8;algo=online;cache=none;reg_cache=8;split=1;"
+      "row_threads=512;rows_per_block=1;vec=1;algo=online;cache=none;reg_cache=8;split=1;"
       "split_mode=scratch;unroll=2;fast_math=0;grid=oneshot");
   Config cluster = one_block;
   cluster.Set("split", "8");
@@ -671,9 +697,15 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
   auto group = gn->Generate(s);
   ASSERT_TRUE(group.ok()) << group.status();
   EXPECT_THAT(group->source, HasSubstr("kf_divide((unsigned)col, ctx.hw_divisor)"));
-  // Vectors never straddle channels, so one scale and shift per vector, loaded with the
-  // step's inputs; no 64-bit integer division for the channel.
-  EXPECT_THAT(group->source, HasSubstr("kf_vectors_fit(args, cols)"));
+  // Vectors never straddle channels (the plan requires V to divide H*W), so one scale and
+  // shift per vector, loaded with the step's inputs; no 64-bit integer division for the
+  // channel; no per-element path.
+  auto plan = LaunchPlan::Parse(group->launch_plan_json);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->requirements().multiple_of,
+            (std::vector<std::pair<std::string, int64_t>>{
+                {"in0_numel / max(in0_size0 * in0_size1, 1)", 8}}));
+  EXPECT_THAT(group->source, ::testing::Not(HasSubstr("kf_row<1,")));
   EXPECT_THAT(group->source, HasSubstr("kf_out_params<V>(c, ctx, l.p)"));
   EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw")));
   EXPECT_THAT(group->launch_plan_json, HasSubstr("kf_rows_partial"));

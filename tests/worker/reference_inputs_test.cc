@@ -123,6 +123,11 @@ TEST(HeldOutSizesTest, LeadingDimensionGrowsForSharingInputs) {
   ASSERT_TRUE(mm.has_value());
   EXPECT_EQ((*mm)[0], std::vector<int64_t>({5, 16}));
   EXPECT_EQ((*mm)[1], std::vector<int64_t>({16, 8}));
+  // Rounded for a kernel whose vectors must tile the grown dimension: 10 becomes 16.
+  auto rounded = HeldOutSizes({x, w, same_lead}, 16);
+  ASSERT_TRUE(rounded.has_value());
+  EXPECT_EQ((*rounded)[0], std::vector<int64_t>({16, 16, 4, 4}));
+  EXPECT_EQ((*rounded)[2], std::vector<int64_t>({16, 3, 2, 2}));
 }
 
 }  // namespace

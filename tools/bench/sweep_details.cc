@@ -87,6 +87,7 @@ absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std
       d.pruned = f[6] == "1";
       (void)absl::SimpleAtod(f[7], &d.max_normalized);
       d.message = f[10];
+      if (f.size() > 11) d.kernel_sha256 = f[11];
       out.emplace(d.config, std::move(d));
     }
   }

@@ -41,6 +41,9 @@ struct DetailsLine {
   bool pruned = false;
   double max_normalized = 0;
   std::string message;
+  // sha256 of the kernel's source and launch plan when it was swept: --resume carries a line
+  // only while the config still generates that kernel (empty in files of older sweeps).
+  std::string kernel_sha256;
 };
 
 // Whether a quick verdict is a result (PASS, MISMATCH, CRASH, COMPILE_ERROR, ...), not a

@@ -140,6 +140,7 @@ struct Row {
   std::vector<Kernel> kernels;
   std::vector<Batch> batches;
   size_t carried_configs = 0;           // configs whose quick result came from --details (--resume)
+  size_t stale_configs = 0;  // in --details, but the config's kernel is no longer the one swept
   std::atomic<int> batch_fallbacks{0};  // batches compiled member by member
   std::string error;                    // why the row could not be swept
   double enumerate_s = 0, generate_s = 0, compile_s = 0, quick_s = 0, full_s = 0;
@@ -323,9 +324,11 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     row.kernel_of.push_back(it->second);
     if (fresh) {
       auto done = finished.find(row.configs[i].ToString());
-      if (done != finished.end()) {
+      if (done != finished.end() && done->second.kernel_sha256 == digest) {
         kernel.carried = true;
         kernel.carried_line = done->second;
+      } else if (done != finished.end()) {
+        ++row.stale_configs;  // its kernel changed since: swept again
       }
     }
     if (kernel.carried) ++row.carried_configs;
@@ -967,7 +970,7 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
   std::filesystem::create_directories(dir);
   std::string text =
       "config\tkernel\tcompile\tquick_verdict\tquick_us\treps\tpruned\tmax_normalized\tfull_"
-      "verdict\tfull_us\tmessage\n";
+      "verdict\tfull_us\tmessage\tkernel_sha256\n";
   std::map<size_t, const FullResult*> full;
   for (const FullResult& f : row.full) full[f.kernel] = &f;
   for (size_t c = 0; c < row.configs.size(); ++c) {
@@ -982,10 +985,11 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
       if (ch == '\t' || ch == '\n') ch = ' ';
     }
     absl::StrAppendFormat(
-        &text, "%s\t%d\t%s\t%s\t%.3f\t%d\t%d\t%.3g\t%s\t%.3f\t%s\n", row.configs[c].ToString(), k,
+        &text, "%s\t%d\t%s\t%s\t%.3f\t%d\t%d\t%.3g\t%s\t%.3f\t%s\t%s\n", row.configs[c].ToString(), k,
         v1::CompileStatus_Name(row.kernels[k].compiled.status()), q.verdict, q.median_s * 1e6,
         q.reps, q.pruned ? 1 : 0, q.max_normalized, f ? v1::Verdict_Name(f->result.verdict()) : "",
-        f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300));
+        f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300),
+        row.kernels[k].candidate.id());
   }
   // Whole or not at all: --resume trusts these files, and a kill may come mid-write.
   const std::filesystem::path path = dir / bench::DetailsFileName(row.anchor.id, shard);
@@ -1271,6 +1275,12 @@ int Main(int argc, char** argv) {
                    shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
                    r.kernels.size(), r.carried_configs, SourcesToCompile(r), r.batches.size(),
                    r.error.empty() ? "" : ": ", r.error.c_str());
+      if (r.stale_configs > 0) {
+        std::fprintf(stderr,
+                     "  %s: %zu configs of --details swept again: they generate another kernel "
+                     "now (or their line has no kernel_sha256)\n",
+                     r.anchor.id.c_str(), r.stale_configs);
+      }
       std::vector<std::pair<int64_t, std::string>> reasons;
       for (const auto& [why, n] : r.enumeration.refusals) reasons.emplace_back(-n, why);
       std::sort(reasons.begin(), reasons.end());

@@ -148,6 +148,11 @@ std::string PlanJson(const PlanSpec& plan) {
   nlohmann::ordered_json requirements;
   requirements["contiguous"] = plan.contiguous;
   if (plan.alignment_bytes > 0) requirements["alignment_bytes"] = plan.alignment_bytes;
+  if (!plan.multiple_of.empty()) {
+    nlohmann::ordered_json multiples = nlohmann::ordered_json::array();
+    for (const auto& [expr, multiple] : plan.multiple_of) multiples.push_back({expr, multiple});
+    requirements["multiple_of"] = multiples;
+  }
   json["requires"] = requirements;
   return json.dump(2);
 }

@@ -42,6 +42,8 @@ struct PlanSpec {
   std::vector<PlanLaunch> launches;
   bool contiguous = true;
   int alignment_bytes = 0;  // 0: no requirement beyond the element size
+  // requires.multiple_of: [expression, multiple] pairs the kernel's vectors need.
+  std::vector<std::pair<std::string, int>> multiple_of;
 };
 
 // The launch plan JSON, pretty-printed with stable key order.

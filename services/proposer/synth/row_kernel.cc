@@ -247,16 +247,6 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 #endif
 }
 
-// Whether rows can be read (and written) KF_VEC elements at a time.
-__device__ __forceinline__ bool kf_vec_ok(const KfArgs& args, kf_i64 cols) {
-  bool ok = KF_VEC > 1 && cols % KF_VEC == 0 && kf_vectors_fit(args, cols) &&
-            kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(TI));
-#if !KF_PER_ROW
-  ok = ok && kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
-#endif
-  return ok;
-}
-
 template <int PHASE>
 __device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
   __shared__ KfStat red[KF_RPB][KF_WARPS];
@@ -276,15 +266,11 @@ __device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
   const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
   const kf_i64 c0 = min(cols, (kf_i64)by * chunk);
   const kf_i64 c1 = min(cols, c0 + chunk);
-  const bool vec_ok = kf_vec_ok(args, cols);
+  // Rows are read KF_VEC elements at a time, with no per-element path: the launch plan
+  // requires the vectors to tile the row (requires.multiple_of) and aligned pointers.
   for (kf_i64 rb = bx; rb * KF_RPB < rows; rb += gridDim.x) {
     const kf_i64 row = rb * KF_RPB + rib;
-    const bool valid = row < rows;
-    if (vec_ok) {
-      kf_row<KF_VEC, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part);
-    } else {
-      kf_row<1, PHASE>(args, row, valid, cols, c0, c1, chunk, by, lane, rib, red, part);
-    }
+    kf_row<KF_VEC, PHASE>(args, row, row < rows, cols, c0, c1, chunk, by, lane, rib, red, part);
   }
 }
 
@@ -473,11 +459,7 @@ extern "C" __global__ void kf_rows_clear(KfArgs args) {
 extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sync(KfArgs args) {
   kf_i64 rows, cols;
   kf_geometry(args, rows, cols);
-  if (kf_vec_ok(args, cols)) {
-    kf_rows_sync_body<KF_VEC>(args, rows, cols);
-  } else {
-    kf_rows_sync_body<1>(args, rows, cols);
-  }
+  kf_rows_sync_body<KF_VEC>(args, rows, cols);
 }
 )";
 
@@ -496,13 +478,8 @@ __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf
   rows = x.sizes[0] * (kf_i64)%d;
   cols = rows > 0 ? x.numel / rows : 0;
 }
-// Whether KF_VEC consecutive columns always lie in one channel (KF_VEC divides H*W).
-__device__ __forceinline__ bool kf_vectors_fit(const KfArgs& args, kf_i64 cols) {
-  const kf_i64 cg = args.inputs[0].sizes[1] / %d;
-  return cg > 0 && (cols / cg) %% KF_VEC == 0;
-}
 )",
-                           p.groups, p.groups);
+                           p.groups);
   }
   return absl::StrFormat(R"(
 __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf_i64& cols) {
@@ -511,7 +488,6 @@ __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf
   for (int d = x.ndim - %d; d < x.ndim; ++d) cols *= x.sizes[d];
   rows = cols > 0 ? x.numel / cols : 0;
 }
-__device__ __forceinline__ bool kf_vectors_fit(const KfArgs&, kf_i64) { return true; }
 )",
                          p.row_dims);
 }
@@ -711,8 +687,7 @@ __device__ __forceinline__ void kf_load_affine(const T* p, kf_i64 c, float (&out
 }
 )";
   if (p.op == RowOp::kGroupNorm) {
-    // A vector never straddles two channels: kf_vec_ok takes the vector path only when V
-    // divides H*W.
+    // A vector never straddles two channels: the plan requires V to divide H*W.
     absl::StrAppend(
         &out, "template <int V> struct KfOutParams { float scale, shift; };\n",
         "template <int V>\n__device__ __forceinline__ void kf_out_params(kf_i64 c, ",
@@ -1027,6 +1002,13 @@ class RowKernelGenerator : public KernelGenerator {
     return std::min(16 / in_size, out_size > 0 ? max_store / out_size : 16);
   }
 
+  // The run of columns a vector must not straddle: a row, or a group norm channel's H*W.
+  int64_t VectorSpan() const {
+    if (p_.op != RowOp::kGroupNorm) return p_.cols;
+    const int64_t channels_per_group = std::max<int64_t>(1, p_.channels / p_.groups);
+    return p_.cols / channels_per_group;
+  }
+
   std::string Check(const Config& c) const override {
     const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
     const int vec = c.GetInt("vec"), split = c.GetInt("split");
@@ -1038,6 +1020,11 @@ class RowKernelGenerator : public KernelGenerator {
     if (vec > MaxVec()) {
       return absl::StrCat("vec ", vec, " is over ", MaxVec(), " for these types: loads of at "
                           "most 16 bytes, stores of at most 16 (32 into a wider output type)");
+    }
+    if (vec > 1 && VectorSpan() % vec != 0) {
+      return absl::StrCat("vec ", vec, " does not divide the ", VectorSpan(), " ",
+                          p_.op == RowOp::kGroupNorm ? "elements of a channel" : "columns of a row",
+                          " (a vector kernel has no per-element path)");
     }
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     if (cluster && !gpu_.SupportsClusters()) {
@@ -1516,6 +1503,12 @@ class RowKernelGenerator : public KernelGenerator {
     plan.alignment_bytes =
         vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), per_row_ ? 0 : ElementSize(p_.out_dtype))
                 : 0;
+    if (vec > 1) {
+      plan.multiple_of.push_back({p_.op == RowOp::kGroupNorm
+                                      ? "in0_numel / max(in0_size0 * in0_size1, 1)"
+                                      : "COLS",
+                                  vec});
+    }
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
 
