@@ -1352,11 +1352,20 @@ int Main(int argc, char** argv) {
       // works while the row still compiles, and a run stopped at its deadline loses at most
       // one chunk. Each chunk's results go to --details at once.
       InitQuick(*r);
+      const bool exhaustive_budget = max_configs == 0 && budget_s > 0 && !finish;
       const std::filesystem::path row_dir = std::filesystem::path(work_dir) / r->anchor.id;
       const size_t per_chunk =
           std::max<size_t>(1, static_cast<size_t>(quick_chunk) / static_cast<size_t>(batch));
       absl::Status q = absl::OkStatus();
       for (size_t from = 0; from < r->batches.size() && q.ok(); from += per_chunk) {
+        // An exhaustive sweep stops timing at its budget too: a queue of compiled chunks
+        // longer than --gpu-reserve-s would otherwise run past the caller's hard limit and
+        // lose every result. The untimed configs stay out of --details, for --resume.
+        if (exhaustive_budget && Seconds(start) > budget_s) {
+          std::fprintf(stderr, "  %s: the budget has passed; the configs not yet timed are left "
+                       "to a --resume call\n", r->anchor.id.c_str());
+          break;
+        }
         const size_t upto = std::min(from + per_chunk, r->batches.size());
         pool.Wait(*r, upto);
         std::vector<size_t> chunk;

@@ -10,7 +10,7 @@
 # KFORGE_SWEEP_BUDGET_S (default 200 s) and sweeps at most KFORGE_SWEEP_MAX_CONFIGS valid
 # configs per row (default 500: the prior's best interleaved with seeded random ones).
 #
-# KFORGE_SWEEP_MODE=exhaustive: every valid config of every row (~152k), split over the
+# KFORGE_SWEEP_MODE=exhaustive: every valid config of every row (~228k), split over the
 # machine's GPUs (KFORGE_SWEEP_GPUS, default: all nvidia-smi lists) — one kforge-synth-sweep
 # --shard I/N --quick-only per GPU, each with its share of the cores, compiling 8 configs per
 # NVRTC program (--batch). They stop compiling KFORGE_SWEEP_BUDGET_S (default 390 s) after
@@ -23,12 +23,15 @@
 # KFORGE_SWEEP_FINISH=0, torch.compile and `kforge-synth-sweep --finish` follow: the best
 # quick-pass configs of all shards and calls through full validation, and the table, whose
 # "configs swept" of "valid" says how much of each space is covered (equal: exhaustive).
-# Measured cost (docs/benchmarks/2026-12-01-cpu-shared-sources.md and session 7's note):
-# ~0.26 CPU-s per distinct source, 132k sources for the 229k configs: ~34k core-s, so ~41 min
-# of compiling on one 16-core H200 (several calls over two sessions), ~19 min on a 32-core
-# 2-GPU machine, ~9.5 on 64 cores / 4 GPUs, ~5 on 128 cores / 8 GPUs (one call). Calls but the
-# last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=500; the last keeps ~200 s for
-# torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300).
+# Measured cost (docs/benchmarks/2026-12-01-h200-vector-only-rows.md): ~0.34 CPU-s per
+# distinct source on the H200 machine since vector kernels lost their per-element path, 131k
+# sources for the 228k configs: ~45k core-s, ~50 min of compiling on one 16-core H200 (calls
+# over two or three sessions), ~25 on a 32-core 2-GPU machine, ~12 on 64 cores / 4 GPUs.
+# Calls but the last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=480 alone in a 600 s call
+# (the quick passes stop at the budget too, but the chunk under way finishes, and the
+# details tarball is written after the sweep: keep ~100 s between the budget and the call's
+# limit, and nothing else in the call); the last keeps ~200 s for torch.compile and --finish
+# (KFORGE_SWEEP_BUDGET_S=300).
 #
 # KFORGE_SWEEP_ROWS=id,id picks rows, anchor or model rows (`kforge-synth-sweep --rows x` lists them).
 set -uo pipefail
