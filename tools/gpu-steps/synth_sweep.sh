@@ -122,8 +122,14 @@ for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { r=$?; echo "shard $i exited with $r (log: synth-sweep-shard-$i.txt)"; rc=$r; }
   tail -5 "$OUT_DIR/synth-sweep-shard-$i.txt"
 done
-# One file that a device call can bring back and a later session commit and resume from.
-tar czf "$OUT_DIR/synth-sweep-details.tgz" -C "$OUT_DIR" synth-sweep-details
+# One file that a device call can bring back and a later session commit and resume from: the
+# finished lines only (--resume sweeps the others again anyway; they were most of the bytes).
+FINISHED=$OUT_DIR/finished/synth-sweep-details
+mkdir -p "$FINISHED"
+for f in "$DETAILS"/*.tsv; do
+  awk -F'\t' 'NR == 1 || ($4 != "SKIPPED" && $4 != "")' "$f" >"$FINISHED/$(basename "$f")"
+done
+tar czf "$OUT_DIR/synth-sweep-details.tgz" -C "$OUT_DIR/finished" synth-sweep-details
 if [[ ${KFORGE_SWEEP_FINISH:-1} == 0 ]]; then
   echo "KFORGE_SWEEP_FINISH=0: no table this call; resume from $DETAILS"
   exit $rc
