@@ -214,7 +214,8 @@ TEST(LaunchPlanTest, MultipleOfIsCheckedAtResolve) {
               HasSubstr("requires.multiple_of[1]: 'in0_numel / COLS' is 3, not a multiple of 2"));
   const std::string head = R"({"launches": [{"entry": "k", "grid": [1], "block": [1]}],
       "requires": {"multiple_of": )";
-  EXPECT_THAT(ParseError(head + R"("COLS"}})"), HasSubstr("requires.multiple_of: expected an array"));
+  EXPECT_THAT(ParseError(head + R"("COLS"}})"),
+              HasSubstr("requires.multiple_of: expected an array"));
   EXPECT_THAT(ParseError(head + R"([["COLS"]]}})"),
               HasSubstr("requires.multiple_of[0]: expected [expression, multiple]"));
   EXPECT_THAT(ParseError(head + R"([["COLS", 0]]}})"),

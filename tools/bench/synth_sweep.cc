@@ -985,8 +985,8 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
       if (ch == '\t' || ch == '\n') ch = ' ';
     }
     absl::StrAppendFormat(
-        &text, "%s\t%d\t%s\t%s\t%.3f\t%d\t%d\t%.3g\t%s\t%.3f\t%s\t%s\n", row.configs[c].ToString(), k,
-        v1::CompileStatus_Name(row.kernels[k].compiled.status()), q.verdict, q.median_s * 1e6,
+        &text, "%s\t%d\t%s\t%s\t%.3f\t%d\t%d\t%.3g\t%s\t%.3f\t%s\t%s\n",
+        row.configs[c].ToString(), k, v1::CompileStatus_Name(row.kernels[k].compiled.status()), q.verdict, q.median_s * 1e6,
         q.reps, q.pruned ? 1 : 0, q.max_normalized, f ? v1::Verdict_Name(f->result.verdict()) : "",
         f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300),
         row.kernels[k].candidate.id());

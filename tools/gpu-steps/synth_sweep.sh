@@ -127,7 +127,9 @@ done
 FINISHED=$OUT_DIR/finished/synth-sweep-details
 mkdir -p "$FINISHED"
 for f in "$DETAILS"/*.tsv; do
-  awk -F'\t' 'NR == 1 || ($4 != "SKIPPED" && $4 != "")' "$f" >"$FINISHED/$(basename "$f")"
+  # Finished: the rule of IsFinalQuickVerdict (tools/bench/sweep_details.h).
+  awk -F'\t' 'NR == 1 || ($4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED")' "$f" \
+    >"$FINISHED/$(basename "$f")"
 done
 tar czf "$OUT_DIR/synth-sweep-details.tgz" -C "$OUT_DIR/finished" synth-sweep-details
 if [[ ${KFORGE_SWEEP_FINISH:-1} == 0 ]]; then

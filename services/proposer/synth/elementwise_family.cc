@@ -433,6 +433,11 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   int Reuse(const Config& c) const { return p_.reuse_inner > 0 ? c.GetInt("reuse") : 1; }
 
+  // Registers per thread: a base plus each input's vectors in flight.
+  int Registers(const Config& c) const {
+    return 24 + c.GetInt("vec") * c.GetInt("ilp") * Reuse(c) * p_.num_inputs;
+  }
+
   double MinBytes() const override {
     double bytes = double(p_.numel) * ElementSize(p_.out_dtype);
     for (int i = 0; i < p_.num_inputs; ++i) bytes += p_.in_numel[i] * ElementSize(p_.in_dtype[i]);
@@ -445,7 +450,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     const double n = std::max<int64_t>(1, p_.numel);
     const double per_block = double(threads) * vec * ilp * reuse;
     const double blocks = std::ceil(n / per_block);
-    const int regs = 24 + vec * ilp * reuse * p_.num_inputs;
+    const int regs = Registers(c);
     const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, regs));
     const double grid = c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
     double in_flight = 0;
@@ -509,8 +514,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                  absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp * Reuse(c), "))")}};
     std::string grid = "BLOCKS";
     if (c.Get("grid") == "stride") {
-      const int per_sm =
-          std::max(1, BlocksPerSm(gpu_, threads, 0, 24 + vec * ilp * Reuse(c) * p_.num_inputs));
+      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
       plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
       grid = "GRID";
     }
