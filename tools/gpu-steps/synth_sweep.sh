@@ -27,11 +27,11 @@
 # distinct source on the H200 machine since vector kernels lost their per-element path, 131k
 # sources for the 228k configs: ~45k core-s, ~50 min of compiling on one 16-core H200 (calls
 # over two or three sessions), ~25 on a 32-core 2-GPU machine, ~12 on 64 cores / 4 GPUs.
-# Calls but the last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=480 alone in a 600 s call
-# (the quick passes stop at the budget too, but the chunk under way finishes, and the
-# details tarball is written after the sweep: keep ~100 s between the budget and the call's
-# limit, and nothing else in the call); the last keeps ~200 s for torch.compile and --finish
-# (KFORGE_SWEEP_BUDGET_S=300).
+# Calls but the last: KFORGE_SWEEP_FINISH=0 KFORGE_SWEEP_BUDGET_S=480
+# KFORGE_SWEEP_TARBALL=$OUT/synth-sweep-details.tgz alone in a 600 s call (the quick passes
+# stop at the budget too, but the chunk under way finishes: keep ~100 s between the budget and
+# the call's limit; the tarball, repacked every minute, survives a kill at the limit); the
+# last keeps ~200 s for torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300).
 #
 # KFORGE_SWEEP_ROWS=id,id picks rows, anchor or model rows (`kforge-synth-sweep --rows x` lists them).
 set -uo pipefail
@@ -110,6 +110,27 @@ CORES=$(nproc)
 JOBS=$((CORES / GPUS - 1)) # one core per shard for its quick-pass child
 ((JOBS >= 1)) || JOBS=1
 echo "exhaustive sweep: $GPUS shards, $JOBS compile threads each, compile budget $BUDGET s"
+# One file that a device call can bring back and a later session commit and resume from: the
+# finished lines only (--resume sweeps the others again anyway; they were most of the bytes).
+# Packed every minute while the shards run too, so a call killed at its limit still leaves the
+# latest: point KFORGE_SWEEP_TARBALL (default $OUT_DIR/synth-sweep-details.tgz) into the device
+# call's $OUT. The shards replace their details files whole, so a pack never reads half a file.
+TARBALL=${KFORGE_SWEEP_TARBALL:-$OUT_DIR/synth-sweep-details.tgz}
+pack_details() {  # $1: a name of its own for each packer (a killed one may leave a tar running)
+  local finished=$OUT_DIR/pack-$1/synth-sweep-details
+  rm -rf "$finished" && mkdir -p "$finished"
+  for f in "$DETAILS"/*.tsv; do
+    [[ -f $f ]] || continue
+    # Finished: the rule of IsFinalQuickVerdict (tools/bench/sweep_details.h).
+    awk -F'\t' 'NR == 1 || ($4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED")' "$f" \
+      >"$finished/$(basename "$f")"
+  done
+  local partial
+  partial="$(dirname "$TARBALL")/.$(basename "$TARBALL").$1"
+  tar czf "$partial" -C "$OUT_DIR/pack-$1" synth-sweep-details && mv -f "$partial" "$TARBALL"
+}
+(while sleep 60; do pack_details live; done) >/dev/null 2>&1 &
+packer=$!
 pids=()
 for ((i = 0; i < GPUS; i++)); do
   CUDA_VISIBLE_DEVICES=$i timeout $((BUDGET + 200)) "$SWEEP" "${row_args[@]}" --shard "$i/$GPUS" \
@@ -122,16 +143,9 @@ for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { r=$?; echo "shard $i exited with $r (log: synth-sweep-shard-$i.txt)"; rc=$r; }
   tail -5 "$OUT_DIR/synth-sweep-shard-$i.txt"
 done
-# One file that a device call can bring back and a later session commit and resume from: the
-# finished lines only (--resume sweeps the others again anyway; they were most of the bytes).
-FINISHED=$OUT_DIR/finished/synth-sweep-details
-mkdir -p "$FINISHED"
-for f in "$DETAILS"/*.tsv; do
-  # Finished: the rule of IsFinalQuickVerdict (tools/bench/sweep_details.h).
-  awk -F'\t' 'NR == 1 || ($4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED")' "$f" \
-    >"$FINISHED/$(basename "$f")"
-done
-tar czf "$OUT_DIR/synth-sweep-details.tgz" -C "$OUT_DIR/finished" synth-sweep-details
+kill "$packer" 2>/dev/null
+wait "$packer" 2>/dev/null
+pack_details final
 if [[ ${KFORGE_SWEEP_FINISH:-1} == 0 ]]; then
   echo "KFORGE_SWEEP_FINISH=0: no table this call; resume from $DETAILS"
   exit $rc
