@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/proposer/synth/family_registry.h"
+#include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/param_space.h"
 #include "services/proposer/synth/seeded_rng.h"
 #include "tests/synth/sample_targets.h"
@@ -474,9 +475,9 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
           std::vector<v1::TensorSignature> ins(t->inputs().begin(), t->inputs().end());
           std::vector<v1::TensorSignature> outs(t->outputs().begin(), t->outputs().end());
           auto resolved = plan->Resolve(BindSymbols(ins, outs, testing::IntArgs(*t), 132));
-          // A vector kernel of the row engine is for shapes its vectors tile: its plan
-          // refuses the others, as the generator bound to them refuses the config.
-          if (t != &target && absl::StrContains(other->Check(config), "does not divide")) {
+          // A vector kernel is for shapes its vectors tile: its plan refuses the others, as
+          // the generator bound to them refuses the config.
+          if (t != &target && absl::StrContains(other->Check(config), kNoPerElementPath)) {
             EXPECT_THAT(resolved.status().message(), HasSubstr("requires.multiple_of"));
             continue;
           }
@@ -490,7 +491,7 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
   }
 }
 
-TEST(SynthesizerTest, RowVectorsMustTileTheRow) {
+TEST(SynthesizerTest, VectorsMustTileTheirRun) {
   // Vector kernels have no per-element path: a vec that does not divide a row (or a group
   // norm channel's H*W) is refused with the reason, and vec 1 covers such shapes.
   const auto samples = SampleTargets(v1::FLOAT16, 1);
@@ -508,6 +509,16 @@ TEST(SynthesizerTest, RowVectorsMustTileTheRow) {
       "split_mode=scratch;unroll=1;grid=oneshot");
   EXPECT_EQ(odd_channels->Check(g), "vec 2 does not divide the 153 elements of a channel (a "
                                     "vector kernel has no per-element path)");
+  // The same for batch norm's planes and a column reduction's kept inner run.
+  auto odd_planes = Bind(Sample(samples, "batch_norm").target);  // H*W = 7*9
+  Config b = *odd_planes->Space().Parse("mode=flat;threads=256;vec=2;ilp=1;grid=oneshot");
+  EXPECT_EQ(odd_planes->Check(b), "planes of 63 elements do not split into vectors of 2 (a vector "
+                                  "kernel has no per-element path)");
+  auto odd_inner = Bind(Sample(samples, "amin_first").target);  // inner 3*5
+  Config r = *odd_inner->Space().Parse(
+      "tile_threads=32;reduce_threads=4;vec=2;split=1;unroll=1;grid=oneshot");
+  EXPECT_EQ(odd_inner->Check(r), "vec 2 does not divide the 15 kept inner elements (a vector "
+                                 "kernel has no per-element path)");
 }
 
 TEST(SynthesizerTest, PriorPrefersSensibleShapes) {

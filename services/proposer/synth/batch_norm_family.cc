@@ -113,14 +113,8 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_batch_norm(KfArgs ar
   const kf_i64 channels = x.sizes[1];
   const kf_i64 planes = x.sizes[0] * channels;
   const kf_i64 hw = planes > 0 ? x.numel / planes : 0;
-  const bool vec_ok = KF_VEC > 1 && hw % KF_VEC == 0 &&
-                      kf_aligned(x.data, KF_VEC * (int)sizeof(TI)) &&
-                      kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO));
-  if (vec_ok) {
-    kf_run<KF_VEC>(args, planes, channels, hw);
-  } else {
-    kf_run<1>(args, planes, channels, hw);
-  }
+  // No per-element path: the plan requires KF_VEC to divide H*W, and aligned pointers.
+  kf_run<KF_VEC>(args, planes, channels, hw);
 }
 )";
 
@@ -144,7 +138,7 @@ class BatchNormGenerator : public KernelGenerator {
     if (c.GetInt("vec") * size > 16) return "loads wider than 16 bytes";
     if (c.GetInt("vec") > 1 && p_.plane % c.GetInt("vec") != 0) {
       return absl::StrCat("planes of ", p_.plane, " elements do not split into vectors of ",
-                          c.GetInt("vec"));
+                          c.GetInt("vec"), kNoPerElementPath);
     }
     return "";
   }
@@ -226,6 +220,7 @@ class BatchNormGenerator : public KernelGenerator {
     plan.launches.push_back({"kf_batch_norm", {grid_x, grid_y, "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes =
         vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype)) : 0;
+    if (vec > 1) plan.multiple_of.push_back({"HW", vec});
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
 

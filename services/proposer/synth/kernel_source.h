@@ -36,6 +36,10 @@ struct PlanLaunch {
   bool cooperative = false;  // blocks wait on each other: all must be resident
 };
 
+// Ends a generator's refusal of a vec that does not tile the shape: vector kernels carry no
+// per-element fallback; their plan's requires.multiple_of states what they assume instead.
+inline constexpr char kNoPerElementPath[] = " (a vector kernel has no per-element path)";
+
 struct PlanSpec {
   std::vector<std::pair<std::string, std::string>> let;
   std::string scratch_bytes = "0";

@@ -104,16 +104,12 @@ __device__ __forceinline__ void kf_columns_body(const KfArgs& args) {
   __shared__ KfStat red[KF_TY][KF_TX];
   kf_i64 outer, reduced, inner;
   kf_geometry(args, outer, reduced, inner);
-  const bool vec_ok = KF_VEC > 1 && inner % KF_VEC == 0 &&
-                      kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(TI));
-  const kf_i64 tiles_inner = kf_ceil_div(inner, (kf_i64)KF_TX * (vec_ok ? KF_VEC : 1));
+  // No per-element path: the plan requires KF_VEC to divide the inner run, and an aligned
+  // input.
+  const kf_i64 tiles_inner = kf_ceil_div(inner, (kf_i64)KF_TX * KF_VEC);
   const kf_i64 tiles = outer * tiles_inner;
   for (kf_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    if (vec_ok) {
-      kf_column_tile<KF_VEC, PARTIAL>(args, tile, outer, reduced, inner, tiles_inner, red);
-    } else {
-      kf_column_tile<1, PARTIAL>(args, tile, outer, reduced, inner, tiles_inner, red);
-    }
+    kf_column_tile<KF_VEC, PARTIAL>(args, tile, outer, reduced, inner, tiles_inner, red);
   }
 }
 )";
@@ -174,6 +170,10 @@ class ColumnReduceGenerator : public KernelGenerator {
       return absl::StrCat("block of ", block, " threads is outside [32, 1024]");
     }
     if (c.GetInt("vec") * ElementSize(p_.in_dtype) > 16) return "loads wider than 16 bytes";
+    if (c.GetInt("vec") > 1 && p_.inner % c.GetInt("vec") != 0) {
+      return absl::StrCat("vec ", c.GetInt("vec"), " does not divide the ", p_.inner,
+                          " kept inner elements", kNoPerElementPath);
+    }
     const int64_t chunk = (p_.reduced + c.GetInt("split") - 1) / c.GetInt("split");
     if (c.GetInt("split") > 1 && chunk < ty) {
       return absl::StrCat("split ", c.GetInt("split"), " leaves ", chunk,
@@ -279,6 +279,7 @@ class ColumnReduceGenerator : public KernelGenerator {
       plan.launches.push_back({"kf_columns", {grid_x, "1", "1"}, block, "0", {}});
     }
     plan.alignment_bytes = vec > 1 ? vec * ElementSize(p_.in_dtype) : 0;
+    if (vec > 1) plan.multiple_of.push_back({"INNER", vec});
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
 

@@ -1024,7 +1024,7 @@ class RowKernelGenerator : public KernelGenerator {
     if (vec > 1 && VectorSpan() % vec != 0) {
       return absl::StrCat("vec ", vec, " does not divide the ", VectorSpan(), " ",
                           p_.op == RowOp::kGroupNorm ? "elements of a channel" : "columns of a row",
-                          " (a vector kernel has no per-element path)");
+                          kNoPerElementPath);
     }
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     if (cluster && !gpu_.SupportsClusters()) {
