@@ -125,6 +125,19 @@ TEST(ReadFinishedDetails, EmptyWithoutDirectoryAndErrorOnForeignFile) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("gn.tsv"));
 }
 
+TEST(EagerUs, RoundTripsAndAMissingFileSaysWhatToWrite) {
+  TempDir dir;
+  ASSERT_TRUE(WriteEagerUs(dir.path().string(), "gn", 251.9).ok());
+  absl::StatusOr<double> read = ReadEagerUs(dir.path().string(), "gn");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_DOUBLE_EQ(*read, 251.9);
+  absl::StatusOr<double> missing = ReadEagerUs(dir.path().string(), "softmax");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("softmax.eager-us"));
+  Write(dir.path() / "bad.eager-us", "fast\n");
+  EXPECT_FALSE(ReadEagerUs(dir.path().string(), "bad").ok());
+}
+
 TEST(IsFinalQuickVerdict, LeftOutConfigsAreNotFinal) {
   EXPECT_TRUE(IsFinalQuickVerdict("PASS"));
   EXPECT_TRUE(IsFinalQuickVerdict("COMPILE_ERROR"));

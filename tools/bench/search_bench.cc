@@ -55,6 +55,7 @@
 #include "services/worker/compiler.h"
 #include "tools/bench/anchor_rows.h"
 #include "tools/bench/bench_compiler.h"
+#include "tools/bench/sweep_details.h"
 
 namespace kforge {
 namespace {
@@ -411,6 +412,110 @@ class SimulatedPriorRunner : public CandidateRunner {
   std::map<std::string, const KernelGenerator*> generators_;
 };
 
+// --replay: every candidate is answered from an exhaustive kforge-synth-sweep's --details —
+// the verdict and time its quick pass recorded for that config (one input set, a few
+// L2-flushed launches) and the row's eager time by the same method — with no compile and no
+// GPU. What the search and the random method then find after k evaluations, against the best
+// the whole space holds, measures the proposer's prior and the tree policy, over as many
+// seeds as wanted, in seconds. Nothing it prints is a new measurement. Runs synchronously:
+// each evaluation is back before the next is chosen, where a GPU run keeps --in-flight out.
+class ReplayRunner : public CandidateRunner {
+ public:
+  struct RowTimes {
+    const KernelGenerator* generator = nullptr;
+    std::map<std::string, bench::DetailsLine> lines;  // by Config::ToString()
+    double eager_s = 0, floor_s = 0;
+    double best_s = 0;        // the fastest PASS of the sweep
+    std::string best_config;  // ... and its config
+  };
+
+  // Reads `dir` for every searchable row; a row whose sweep is missing or not exhaustive gets
+  // its `error` set (a replay of part of a space would credit configs nobody timed).
+  ReplayRunner(const std::string& dir, std::vector<Row>& rows, const synth::GpuModel& gpu) {
+    for (Row& row : rows) {
+      if (!row.error.empty()) continue;
+      absl::StatusOr<std::map<std::string, bench::DetailsLine>> lines =
+          bench::ReadFinishedDetails(dir, row.anchor.id);
+      absl::StatusOr<double> eager_us = bench::ReadEagerUs(dir, row.anchor.id);
+      if (!lines.ok() || !eager_us.ok()) {
+        row.error = std::string((!lines.ok() ? lines.status() : eager_us.status()).message());
+        continue;
+      }
+      size_t covered = 0;
+      for (const Config& c : row.valid) covered += lines->count(c.ToString());
+      if (covered < row.valid.size()) {
+        row.error = absl::StrFormat(
+            "--replay %s covers %d of the row's %d valid configs: replay needs an exhaustive "
+            "sweep (kforge-synth-sweep --details DIR --resume until it covers them all)",
+            dir, covered, row.valid.size());
+        continue;
+      }
+      RowTimes t;
+      t.generator = row.generator.get();
+      t.eager_s = *eager_us * 1e-6;
+      t.floor_s = row.generator->MinBytes() / gpu.bandwidth_bytes_per_s;
+      for (const auto& [config, line] : *lines) {
+        if (line.quick_verdict == "PASS" && line.quick_us > 0 &&
+            (t.best_s == 0 || line.quick_us * 1e-6 < t.best_s)) {
+          t.best_s = line.quick_us * 1e-6;
+          t.best_config = config;
+        }
+      }
+      t.lines = *std::move(lines);
+      rows_[row.anchor.target.id()] = std::move(t);
+    }
+  }
+
+  const RowTimes* Times(const std::string& target_id) const {
+    auto it = rows_.find(target_id);
+    return it == rows_.end() ? nullptr : &it->second;
+  }
+
+  void Run(const v1::Target& target, const v1::Candidate& candidate, const RunOptions&,
+           Done done) override {
+    RunOutcome outcome;
+    const RowTimes* t = Times(target.id());
+    if (t == nullptr) {
+      done(absl::FailedPreconditionError(absl::StrCat("--replay has no times for ", target.id())));
+      return;
+    }
+    std::map<std::string, std::string> params(candidate.params().begin(),
+                                              candidate.params().end());
+    absl::StatusOr<Config> config = t->generator->Space().FromMap(params);
+    const bench::DetailsLine* line = nullptr;
+    if (config.ok()) {
+      auto it = t->lines.find(t->generator->Canonicalize(*config).ToString());
+      if (it != t->lines.end()) line = &it->second;
+    }
+    if (line == nullptr) {  // a proposal outside the enumerated space: the sweep never saw it
+      outcome.compile.set_status(v1::COMPILE_OK);
+      outcome.evaluation.set_verdict(v1::NOT_EVALUATED);
+      outcome.evaluation.mutable_diagnostics()->set_message(
+          "--replay: not a valid config of the swept space");
+      done(std::move(outcome));
+      return;
+    }
+    v1::CompileStatus compiled = v1::COMPILE_OK;
+    if (!v1::CompileStatus_Parse(line->compile, &compiled)) compiled = v1::COMPILE_FAILED;
+    outcome.compile.set_status(compiled);
+    v1::Verdict verdict = v1::NOT_EVALUATED;
+    if (!v1::Verdict_Parse(line->quick_verdict, &verdict)) verdict = v1::NOT_EVALUATED;
+    outcome.evaluation.set_verdict(verdict);
+    outcome.evaluation.mutable_diagnostics()->set_message(
+        absl::StrCat("replayed quick pass", line->message.empty() ? "" : ": ", line->message));
+    outcome.evaluation.mutable_eager()->set_median_s(t->eager_s);
+    outcome.evaluation.set_floor_s(t->floor_s);
+    if (verdict == v1::PASS && line->quick_us > 0) {
+      outcome.evaluation.mutable_candidate()->set_median_s(line->quick_us * 1e-6);
+      outcome.evaluation.set_speedup(t->eager_s / (line->quick_us * 1e-6));
+    }
+    done(std::move(outcome));
+  }
+
+ private:
+  std::map<std::string, RowTimes> rows_;
+};
+
 // ---------------------------------------------------------------------------------------
 // Output.
 
@@ -428,6 +533,7 @@ std::string OutcomeText(v1::Verdict verdict, bool compiled, double speedup, doub
 
 struct TableContext {
   bool compile_only = false;
+  const ReplayRunner* replay = nullptr;  // --replay: cells also say how near the sweep's best
   bool final = false;
   v1::GpuInfo gpu;
   int evaluations = 0;
@@ -504,9 +610,13 @@ std::string Table(const std::vector<Row>& rows, const std::vector<SeedRuns>& see
   std::string out = absl::StrFormat(
       "Search benchmark on %s (%s, %d SMs)%s: best speedup over eager after k evaluations, "
       "MCTS (SearchDriver + synthesizer proposer) beside uniform random sampling of the same "
-      "family space; every evaluation is the worker's full validation + timing (default "
-      "policy, eager interleaved, median). %zu seed(s)%s; %d in flight per target and method.\n\n",
+      "family space; %s. %zu seed(s)%s; %d in flight per target and method.\n\n",
       ctx.gpu.name(), ctx.gpu.arch(), ctx.gpu.sm_count(), ctx.final ? "" : " — IN PROGRESS",
+      ctx.replay ? "every evaluation replays the exhaustive sweep's recorded quick pass "
+                   "(percent: of the sweep's best speedup; evaluations are answered one at a "
+                   "time)"
+                 : "every evaluation is the worker's full validation + timing (default policy, "
+                   "eager interleaved, median)",
       seeds.size(),
       seeds.size() > 1    ? ": mean over seeds (min–max)"
       : seeds.size() == 1 ? absl::StrCat(" (", seeds[0].seed, ")")
@@ -547,6 +657,11 @@ std::string Table(const std::vector<Row>& rows, const std::vector<SeedRuns>& see
           double sum = 0;
           for (double b : bests) sum += b;
           cell = absl::StrFormat("%.2f×", sum / bests.size());
+          if (const ReplayRunner::RowTimes* t =
+                  ctx.replay ? ctx.replay->Times(row.anchor.target.id()) : nullptr) {
+            absl::StrAppendFormat(&cell, " (%.0f%%)",
+                                  100 * sum / bests.size() * t->best_s / t->eager_s);
+          }
           if (runs.size() > 1) {
             absl::StrAppendFormat(&cell, " (%.2f–%.2f)",
                                   *std::min_element(bests.begin(), bests.end()),
@@ -602,12 +717,20 @@ std::string Table(const std::vector<Row>& rows, const std::vector<SeedRuns>& see
           failure_text.empty() ? "" : absl::StrCat("; failed: ", absl::StrJoin(failure_text, ", ")),
           m == kMcts && depth > 0 ? absl::StrCat("; deepest tree node ", depth) : ""));
     }
+    if (const ReplayRunner::RowTimes* t =
+            ctx.replay ? ctx.replay->Times(row.anchor.target.id()) : nullptr) {
+      notes.push_back(absl::StrFormat("%s: the sweep's best %.2f× = %s µs (%s) of %d configs",
+                                      row.anchor.id, t->eager_s / t->best_s, Us(t->best_s),
+                                      t->best_config, t->lines.size()));
+    }
     if (!eager_s.empty()) {
       std::sort(eager_s.begin(), eager_s.end());
       const auto busy = ctx.busy.find(row.anchor.target.id());
       notes.push_back(absl::StrFormat(
-          "%s: eager %s µs (median of its evaluations' interleaved eager timings), floor %s µs%s",
-          row.anchor.id, Us(eager_s[eager_s.size() / 2]), Us(floor_s),
+          "%s: eager %s µs (%s), floor %s µs%s", row.anchor.id, Us(eager_s[eager_s.size() / 2]),
+          ctx.replay ? "the sweep's, by its quick-pass method"
+                     : "median of its evaluations' interleaved eager timings",
+          Us(floor_s),
           busy == ctx.busy.end()
               ? ""
               : absl::StrFormat("; GPU lane held %.1f s for %d evaluations (%.2f s each%s)",
@@ -675,7 +798,7 @@ int Main(int argc, char** argv) {
   CLI::App app{
       "kforge-bench-search: MCTS over the synthesizer beside random sampling of its space, on "
       "GPU.md's anchor rows"};
-  std::string rows_filter = kDefaultRows, out_path, cache_dir, details_dir;
+  std::string rows_filter = kDefaultRows, out_path, cache_dir, details_dir, replay_dir;
   int evaluations = 50, seeds = 1, in_flight = 2, compile_threads = 0, gpu_index = 0;
   uint64_t seed = 1, input_seed = 1234;
   double budget_s = 0;
@@ -703,8 +826,15 @@ int Main(int argc, char** argv) {
   app.add_option("--compile-threads", compile_threads, "compiles in flight (0: cores / 2, 2..8)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--gpu", gpu_index, "the GPU to evaluate on")->check(CLI::NonNegativeNumber);
-  app.add_flag("--compile-only", compile_only,
-               "no GPU: propose and compile both methods' candidate streams and count them");
+  auto* compile_only_flag = app.add_flag(
+      "--compile-only", compile_only,
+      "no GPU: propose and compile both methods' candidate streams and count them");
+  app.add_option("--replay", replay_dir,
+                 "no GPU, no compile: answer every candidate from this exhaustive "
+                 "kforge-synth-sweep --details directory (its quick-pass verdicts and times, "
+                 "<row>.eager-us) and say how near each method gets to the sweep's best")
+      ->excludes(compile_only_flag)
+      ->check(CLI::ExistingDirectory);
   app.add_option("--out", out_path,
                  "also write the table to this file (rewritten as results come in)");
   app.add_option(
@@ -753,7 +883,8 @@ int Main(int argc, char** argv) {
   v1::GpuInfo gpu;
   std::vector<std::unique_ptr<GpuLane>> lanes;
   TimedLane* timed_lane = nullptr;
-  if (!compile_only) {
+  const bool replay = !replay_dir.empty();
+  if (!compile_only && !replay) {
     absl::StatusOr<std::unique_ptr<EvaluatorGpuLane>> lane =
         EvaluatorGpuLane::Create(gpu_index, compile->compiler.get(), compile->store.get());
     if (!lane.ok()) {
@@ -773,7 +904,8 @@ int Main(int argc, char** argv) {
     lanes.push_back(std::move(timed));
   } else {
     gpu.set_arch("sm_90");  // the synthesizer's H200 defaults for the rest
-    gpu.set_name("none (--compile-only)");
+    gpu.set_sm_count(synth::GpuModel{}.sm_count);
+    gpu.set_name(replay ? "none (--replay of an H200 sweep)" : "none (--compile-only)");
   }
   const synth::GpuModel model = synth::GpuModel::FromInfo(gpu);
 
@@ -802,7 +934,7 @@ int Main(int argc, char** argv) {
         }
       }
     }
-    if (row.error.empty() && !compile_only) {
+    if (row.error.empty() && !compile_only && !replay) {
       absl::StatusOr<std::string> inputs = bench::MakeInputs(row.anchor, input_seed);
       if (!inputs.ok()) {
         row.error = absl::StrCat("inputs: ", inputs.status().message());
@@ -840,12 +972,21 @@ int Main(int argc, char** argv) {
       std::move(lanes), runner_options);
   std::unique_ptr<SimulatedPriorRunner> simulated;
   if (compile_only) simulated = std::make_unique<SimulatedPriorRunner>(embedded, rows, model);
+  std::unique_ptr<ReplayRunner> replayed;
+  if (replay) {
+    replayed = std::make_unique<ReplayRunner>(replay_dir, rows, model);
+    for (const Row& row : rows) {
+      if (!row.error.empty()) Progress("%s: not replayed: %s", row.anchor.id, row.error);
+    }
+  }
   CandidateRunner& runner = compile_only ? static_cast<CandidateRunner&>(*simulated)
+                            : replay     ? static_cast<CandidateRunner&>(*replayed)
                                          : static_cast<CandidateRunner&>(embedded);
 
   auto time_over = [&] { return budget_s > 0 && Seconds(start_time) >= budget_s; };
   TableContext ctx;
   ctx.compile_only = compile_only;
+  ctx.replay = replayed.get();
   ctx.gpu = gpu;
   ctx.evaluations = evaluations;
   ctx.in_flight = in_flight;

@@ -5,7 +5,7 @@
 add_executable(kforge-bench-search ${CMAKE_SOURCE_DIR}/tools/bench/search_bench.cc)
 target_link_libraries(kforge-bench-search PRIVATE
   kforge_bench_anchor_rows kforge_embedded_runner kforge_search kforge_synth
-  kforge_evaluate_service kforge_common CLI11::CLI11)
+  kforge_evaluate_service kforge_bench_sweep kforge_common CLI11::CLI11)
 set_target_properties(kforge-bench-search PROPERTIES BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}")
 # The children it starts from its own directory.
 add_dependencies(kforge-bench-search kforge-evaluator kforge-nvrtc)

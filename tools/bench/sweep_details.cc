@@ -10,7 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace kforge::bench {
 
@@ -92,6 +94,37 @@ absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std
     }
   }
   return out;
+}
+
+std::string EagerFileName(const std::string& row_id) { return row_id + ".eager-us"; }
+
+absl::Status WriteEagerUs(const std::string& dir, const std::string& row_id, double eager_us) {
+  const std::filesystem::path path = std::filesystem::path(dir) / EagerFileName(row_id);
+  const std::string partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << absl::StrFormat("%.3f\n", eager_us);
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", partial));
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot write ", path.string(), ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> ReadEagerUs(const std::string& dir, const std::string& row_id) {
+  const std::string path = (std::filesystem::path(dir) / EagerFileName(row_id)).string();
+  std::ifstream in(path);
+  std::string text;
+  double us = 0;
+  if (!in || !std::getline(in, text) || !absl::SimpleAtod(absl::StripAsciiWhitespace(text), &us) ||
+      us <= 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "no eager time for row ", row_id, " in ", path,
+        " (kforge-synth-sweep writes it with the row's details; for details of an older sweep, "
+        "write the row's eager µs, measured by the same method, into that file)"));
+  }
+  return us;
 }
 
 }  // namespace kforge::bench

@@ -57,4 +57,12 @@ bool IsFinalQuickVerdict(std::string_view verdict);
 absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std::string& dir,
                                                                        const std::string& row_id);
 
+// The row's eager time by the quick pass's own method (µs), kept beside its details as
+// DIR/<row>.eager-us so that a replay of the sweep (kforge-bench-search --replay) can state
+// candidates as speedups over eager, as a real search sees them.
+std::string EagerFileName(const std::string& row_id);
+absl::Status WriteEagerUs(const std::string& dir, const std::string& row_id, double eager_us);
+// NotFound naming the file and what to do when the row has none.
+absl::StatusOr<double> ReadEagerUs(const std::string& dir, const std::string& row_id);
+
 }  // namespace kforge::bench

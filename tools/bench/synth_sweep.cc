@@ -632,6 +632,11 @@ absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::
   KF_RETURN_IF_ERROR(WriteFile(dir / "manifest.json", manifest.dump()));
 
   const size_t n = job_kernel.size();
+  if (n == 0) {  // a chunk whose batches the compile budget left out: nothing to time
+    std::fprintf(stderr, "  %s: quick pass of %zu configs: none compiled, nothing to time\n",
+                 row.anchor.id.c_str(), configs);
+    return absl::OkStatus();
+  }
   auto configs_before = [&](size_t job) {  // configs covered by jobs [0, job)
     size_t c = 0;
     for (size_t j = 0; j < job && j < n; ++j) c += row.kernels[job_kernel[j]].configs.size();
@@ -990,6 +995,10 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
         q.reps, q.pruned ? 1 : 0, q.max_normalized, f ? v1::Verdict_Name(f->result.verdict()) : "",
         f ? f->result.candidate().median_s() * 1e6 : 0.0, message.substr(0, 300),
         row.kernels[k].candidate.id());
+  }
+  if (row.quick_eager.verdict == "PASS" && row.quick_eager.median_s > 0) {
+    KF_RETURN_IF_ERROR(
+        bench::WriteEagerUs(dir.string(), row.anchor.id, row.quick_eager.median_s * 1e6));
   }
   // Whole or not at all: --resume trusts these files, and a kill may come mid-write.
   const std::filesystem::path path = dir / bench::DetailsFileName(row.anchor.id, shard);

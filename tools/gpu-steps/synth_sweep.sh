@@ -93,10 +93,10 @@ mkdir -p "$DETAILS"
 if [[ -n ${KFORGE_SWEEP_RESUME_FROM:-} ]]; then
   FROM=$KFORGE_SWEEP_RESUME_FROM
   if [[ -f $FROM && $FROM == *.tgz ]]; then
-    tar xzf "$FROM" -C "$DETAILS" --strip-components=1 --wildcards '*.tsv' ||
+    tar xzf "$FROM" -C "$DETAILS" --strip-components=1 ||
       { echo "KFORGE_SWEEP_RESUME_FROM=$FROM: not a tarball of details" | tee "$OUT_DIR/synth-sweep.md"; exit 2; }
   elif [[ -d $FROM ]]; then
-    cp -n "$FROM"/*.tsv "$DETAILS"/ 2>/dev/null
+    cp -n "$FROM"/*.tsv "$FROM"/*.eager-us "$DETAILS"/ 2>/dev/null
   else
     echo "KFORGE_SWEEP_RESUME_FROM=$FROM is neither a directory nor a .tgz: pass the previous call's synth-sweep-details/ or synth-sweep-details.tgz" |
       tee "$OUT_DIR/synth-sweep.md"
@@ -125,6 +125,7 @@ pack_details() {  # $1: a name of its own for each packer (a killed one may leav
     awk -F'\t' 'NR == 1 || ($4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED")' "$f" \
       >"$finished/$(basename "$f")"
   done
+  cp "$DETAILS"/*.eager-us "$finished"/ 2>/dev/null  # each row's eager µs, for replays
   local partial
   partial="$(dirname "$TARBALL")/.$(basename "$TARBALL").$1"
   tar czf "$partial" -C "$OUT_DIR/pack-$1" synth-sweep-details && mv -f "$partial" "$TARBALL"
