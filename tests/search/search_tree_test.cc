@@ -191,6 +191,14 @@ TEST(SearchTreeTest, ProposeRequestCarriesParentSiblingsBestAndADerivedSeed) {
   EXPECT_EQ(request.best().candidate().id(), tree.node(*best).candidate_id());
   EXPECT_EQ(request.proposer(), "synth");
   EXPECT_EQ(request.seed(), tree.NextExpansionSeed(*best));
+  // The history: every evaluated node of the tree, without its source.
+  int evaluated = 0;
+  for (int n = 1; n < tree.size(); ++n) evaluated += !tree.node(n).pending;
+  EXPECT_EQ(request.history_size(), evaluated);
+  for (const v1::EvaluatedCandidate& h : request.history()) {
+    EXPECT_TRUE(h.candidate().source().empty());
+    EXPECT_FALSE(h.candidate().id().empty());
+  }
   // Seeds differ between nodes and between expansions of the same node.
   std::set<uint64_t> seeds;
   for (const v1::ProposeRequest& r : proposer.requests()) seeds.insert(r.seed());

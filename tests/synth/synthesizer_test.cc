@@ -3,7 +3,9 @@
 // for the sample shape and a held-out shape.
 #include "services/proposer/synth/synthesizer.h"
 
+#include <cmath>
 #include <map>
+#include <tuple>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -14,6 +16,7 @@
 #include "services/proposer/synth/family_registry.h"
 #include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/param_space.h"
+#include "services/proposer/synth/prior_calibration.h"
 #include "services/proposer/synth/seeded_rng.h"
 #include "tests/synth/sample_targets.h"
 
@@ -325,6 +328,90 @@ TEST(SynthesizerTest, ChildrenAreNeighboursOfTheParentAndSkipSiblings) {
       }
     }
   }
+}
+
+TEST(PriorCalibrationTest, LearnsPerValueErrorsAndLeavesUntouchedValuesAlone) {
+  ParamSpace space({{"mode", {"a", "b", "c"}, ""}, {"width", {"1", "2", "4"}, ""}});
+  PriorCalibration calibration;
+  EXPECT_DOUBLE_EQ(calibration.Correction(*space.FromMap({{"mode", "a"}, {"width", "1"}})), 0);
+  // Measured: mode=b runs 3x its prior, everything else as the prior says. Mode c is never
+  // measured.
+  for (const char* mode : {"a", "b"}) {
+    for (const char* width : {"1", "2", "4"}) {
+      const Config c = *space.FromMap({{"mode", mode}, {"width", width}});
+      calibration.Add(c, 1e-5, std::string(mode) == "b" ? 3e-5 : 1e-5);
+    }
+  }
+  calibration.Fit(/*ridge=*/1.0, /*min_points=*/4);
+  auto correction = [&](const char* mode, const char* width) {
+    return calibration.Correction(*space.FromMap({{"mode", mode}, {"width", width}}));
+  };
+  // b pays most of log 3 (~1.1) more than a; the ridge keeps it a little short.
+  EXPECT_GT(correction("b", "2") - correction("a", "2"), 0.7);
+  EXPECT_LT(correction("b", "2") - correction("a", "2"), std::log(3.0) + 1e-9);
+  // The widths were measured alike: no width is preferred.
+  EXPECT_NEAR(correction("a", "1"), correction("a", "4"), 1e-9);
+  // c was never measured: only its width's (equal) effect applies, between a and b.
+  EXPECT_LT(correction("c", "2"), correction("b", "2"));
+  EXPECT_GT(correction("c", "2"), correction("a", "2"));
+  // Too few points: no correction at all.
+  PriorCalibration few;
+  few.Add(*space.FromMap({{"mode", "b"}, {"width", "1"}}), 1e-5, 9e-5);
+  few.Fit(1.0, 4);
+  EXPECT_DOUBLE_EQ(few.Correction(*space.FromMap({{"mode", "b"}, {"width", "1"}})), 0);
+  // Garbage times are not points.
+  few.Add(*space.FromMap({{"mode", "a"}, {"width", "1"}}), 1e-5, 0);
+  EXPECT_EQ(few.points(), 1);
+}
+
+TEST(SynthesizerTest, HistoryThatMeasuresAMoveSlowPushesItDownTheChildren) {
+  const auto samples = SampleTargets(v1::FLOAT32);
+  const auto& sample = Sample(samples, "softmax_last");
+  auto generator = Bind(sample.target);
+  ASSERT_NE(generator, nullptr);
+  Synthesizer synth;
+  auto roots = synth.Propose(Request(sample.target, 1, 5));
+  ASSERT_TRUE(roots.ok() && roots->candidates_size() == 1);
+  v1::ProposeRequest request = Request(sample.target, 1, 5);
+  *request.mutable_parent() = Evaluated(roots->candidates(0), v1::PASS, "");
+  auto first = synth.Propose(request);
+  ASSERT_TRUE(first.ok() && first->candidates_size() == 1);
+  const Config parent = *generator->Space().FromMap(Params(roots->candidates(0)));
+  const Config child = *generator->Space().FromMap(Params(first->candidates(0)));
+  std::string name, value;  // the move the prior likes best
+  for (size_t k = 0; k < parent.values().size(); ++k) {
+    if (parent.values()[k] != child.values()[k]) std::tie(name, value) = child.values()[k];
+  }
+  ASSERT_FALSE(name.empty());
+  // History: configs with that value ran 5x their prior, the others as estimated.
+  SeededRng rng(3);
+  int with = 0, without = 0;
+  for (int i = 0; i < 400 && (with < 4 || without < 4); ++i) {
+    const Config c = generator->Canonicalize(generator->Space().Sample(rng));
+    if (!generator->Check(c).empty()) continue;
+    const bool slow = c.Get(name) == value;
+    if ((slow ? with : without) >= 4) continue;
+    ++(slow ? with : without);
+    v1::Candidate candidate = first->candidates(0);
+    candidate.clear_params();
+    for (const auto& [n, v] : c.values()) (*candidate.mutable_params())[n] = v;
+    v1::EvaluatedCandidate* h = request.add_history();
+    *h = Evaluated(candidate, v1::PASS, "");
+    h->mutable_evaluation()->mutable_candidate()->set_median_s(
+        generator->EstimateSeconds(c) * (slow ? 5 : 1));
+  }
+  ASSERT_EQ(with, 4);
+  ASSERT_EQ(without, 4);
+  auto informed = synth.Propose(request);
+  ASSERT_TRUE(informed.ok() && informed->candidates_size() == 1);
+  EXPECT_NE(Params(informed->candidates(0)).at(name), value)
+      << "the first child still makes the move the history measured 5x slow: " << name << "="
+      << value;
+  // The same history without calibration: the prior's choice again.
+  Synthesizer uncalibrated(SynthesizerOptions{.calibrate_prior = false});
+  auto plain = uncalibrated.Propose(request);
+  ASSERT_TRUE(plain.ok() && plain->candidates_size() == 1);
+  EXPECT_EQ(plain->candidates(0).id(), first->candidates(0).id());
 }
 
 TEST(SynthesizerTest, MismatchWithFastMathTurnsItOff) {

@@ -221,6 +221,15 @@ v1::ProposeRequest SearchTree::BuildProposeRequest(int node, const ProposeContex
   // being tried is context for the next sibling.
   for (int child : n.children) *request.add_siblings() = nodes_[child].evaluated;
   if (std::optional<int> best = BestNode()) *request.mutable_best() = nodes_[*best].evaluated;
+  for (const SearchTreeNode& other : nodes_) {
+    if (other.is_root() || other.pending || other.dispatch_sequence < 0) continue;
+    v1::EvaluatedCandidate* h = request.add_history();
+    *h = other.evaluated;
+    h->mutable_candidate()->clear_source();
+    h->mutable_candidate()->clear_launch_plan_json();
+    h->mutable_compile()->clear_log();
+    h->mutable_evaluation()->clear_diagnostics();
+  }
   *request.mutable_gpu() = context.gpu;
   request.set_n(options_.proposals_per_expansion);
   request.set_seed(NextExpansionSeed(node));

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/digest.h"
 #include "common/status.h"
+#include "services/proposer/synth/prior_calibration.h"
 #include "services/proposer/synth/seeded_rng.h"
 
 namespace kforge::synth {
@@ -78,6 +79,17 @@ class Proposal {
       : generator_(generator), family_(std::move(family)), seed_(seed), jitter_(jitter) {}
 
   const KernelGenerator& generator() const { return generator_; }
+
+  // What the target's measured candidates say about the prior here; before any Score.
+  void Calibrate(const google::protobuf::RepeatedPtrField<v1::EvaluatedCandidate>& history) {
+    for (const v1::EvaluatedCandidate& e : history) {
+      std::optional<Config> config = ConfigOf(e.candidate());
+      if (!config.has_value() || e.evaluation().verdict() != v1::PASS) continue;
+      calibration_.Add(*config, generator_.EstimateSeconds(*config),
+                       e.evaluation().candidate().median_s());
+    }
+    calibration_.Fit();
+  }
 
   // The config a tree node holds, when a synth proposal of this family made it.
   std::optional<Config> ConfigOf(const v1::Candidate& candidate) const {
@@ -147,7 +159,8 @@ class Proposal {
     auto it = scores_.find(key);
     if (it != scores_.end()) return it->second;
     const double u = static_cast<double>(SplitMix(Fnv1a(key) ^ SplitMix(seed_)) >> 11) * 0x1.0p-53;
-    const double score = generator_.EstimateSeconds(c) * std::exp(jitter_ * (2 * u - 1));
+    const double score = generator_.EstimateSeconds(c) *
+                         std::exp(calibration_.Correction(c) + jitter_ * (2 * u - 1));
     scores_.emplace(key, score);
     return score;
   }
@@ -169,6 +182,7 @@ class Proposal {
   std::string family_;
   uint64_t seed_;
   double jitter_;
+  PriorCalibration calibration_;
   std::map<std::string, double> scores_;
 };
 
@@ -221,6 +235,7 @@ absl::StatusOr<v1::ProposeResponse> Synthesizer::Propose(const v1::ProposeReques
   const KernelGenerator& generator = **bound;
   const int n = std::clamp(request.n() > 0 ? request.n() : options_.default_n, 1, kMaxProposals);
   Proposal proposal(generator, family->Name(), request.seed(), options_.prior_jitter);
+  if (options_.calibrate_prior) proposal.Calibrate(request.history());
 
   Feedback feedback;
   for (const v1::EvaluatedCandidate& sibling : request.siblings()) {

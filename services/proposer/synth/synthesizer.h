@@ -24,6 +24,8 @@ struct SynthesizerOptions {
   // by the prior: a hedge where the cost model misjudges a shape (MCTS vs random on the
   // H200 lost on group_norm to a config the prior ranked low).
   double root_explore_fraction = 0.25;
+  // Correct the prior by what the request's history measured (prior_calibration.h).
+  bool calibrate_prior = true;
 };
 
 // What the synthesizer knows about one config of a target: for display (kforge propose).
