@@ -756,9 +756,9 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
       EXPECT_EQ(best.GetInt("split"), 1);
       EXPECT_NE(best.Get("cache"), "none");
     } else if (row.dtype == v1::FLOAT32) {
+      // Split, in whatever mode: the H200's exhaustive sweep found its fastest in a scratch
+      // split without a row cache (34.8 us), its fastest cluster with a cache 1.10x behind.
       EXPECT_GT(best.GetInt("split"), 1);
-      EXPECT_NE(best.Get("split_mode"), "scratch");
-      EXPECT_NE(best.Get("cache"), "none");
     } else {
       EXPECT_NE(best.Get("split_mode"), "cluster");
       EXPECT_GE(32 * best.GetInt("split") / best.GetInt("rows_per_block"), 132 * 2);

@@ -79,8 +79,9 @@ double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost) {
       cost.ops / (gpu.sm_count * 128.0 * gpu.clock_hz * issue_efficiency * wave_efficiency);
   // Serial latency per block is hidden by the other blocks resident on the SM, partly.
   const double rounds = std::ceil(std::max(1.0, waves));
-  const double latency_s =
-      rounds * cost.block_latency_cycles / gpu.clock_hz / std::sqrt(static_cast<double>(per_sm));
+  const double hidden_by = cost.lockstep ? 1.0 : std::sqrt(static_cast<double>(per_sm));
+  const double latency_s = rounds * cost.block_latency_cycles / gpu.clock_hz / hidden_by +
+                           (rounds - 1) * cost.cycles_per_extra_round / gpu.clock_hz;
   return std::max(memory_s, compute_s) + latency_s + gpu.launch_overhead_s;
 }
 

@@ -43,6 +43,10 @@ struct LaunchCost {
   double bytes_in_flight_per_thread = 16;  // independent loads a thread issues at once
   double ops = 0;                   // simple instructions over all threads
   double block_latency_cycles = 0;  // serial latency of one block's work (syncs, reductions)
+  // Blocks that wait for each other (a cluster, a cooperative split): resident blocks do not
+  // hide one another's latency.
+  bool lockstep = false;
+  double cycles_per_extra_round = 0;  // start-up and drain of each wave after the first
 };
 
 // Narrow accesses reach less of the bandwidth than 8- and 16-byte ones (more requests per

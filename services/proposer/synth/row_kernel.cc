@@ -1120,17 +1120,30 @@ class RowKernelGenerator : public KernelGenerator {
     const int64_t chunk = Chunk(c);
     const double row_blocks = std::ceil(rows / rpb);
     const int block = rt * rpb;
-    const int regs = Registers(c);
+    const RegisterUse regs = EstimatedRegisters(c);
     const int64_t smem = SharedBytes(c);
-    const int per_sm = std::max(1, BlocksPerSm(gpu_, block, smem, regs));
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, block, smem, regs.allocated));
     const bool stride = c.Get("grid") == "stride";
-    const double grid_x = stride ? std::min(row_blocks, double(gpu_.sm_count) * per_sm) : row_blocks;
+    // The stride grid as the launch plan sizes it (GenerateLaunchPlan).
+    const double grid_x =
+        stride ? std::min(row_blocks, double(gpu_.sm_count) *
+                                          std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c),
+                                                                  Registers(c))))
+               : row_blocks;
     const double iterations = std::ceil(row_blocks / grid_x);
 
-    // Elements one thread handles per pass; idle lanes carry nothing in flight.
+    // Elements one thread handles per pass; idle lanes carry nothing in flight. An explicit
+    // unroll of u keeps u vectors in flight; left at 1, the compiler unrolls the loop itself
+    // and keeps about six (H200 sweep, 2026-12-01: unroll 1 beat 2 and 4 on the near-best
+    // group norms, the opposite of what u vectors for unroll 1 predicted). A register cache's
+    // fully unrolled loop interleaves its loads with the statistics: about six vectors too,
+    // not the whole cache.
     const double per_thread = std::ceil(static_cast<double>(chunk) / rt);
-    const double flight_elems = cache == "regs" ? std::min<double>(per_thread, c.GetInt("reg_cache"))
-                                                : std::min<double>(per_thread, double(vec) * unroll);
+    constexpr double kCompilerUnroll = 6;
+    const double flight_elems =
+        cache == "regs"
+            ? std::min({per_thread, double(c.GetInt("reg_cache")), kCompilerUnroll * vec})
+            : std::min(per_thread, double(vec) * (unroll == 1 ? kCompilerUnroll : unroll));
     // Re-reads of the row: hit L1/L2 while the rows in flight are small.
     const int data_passes = (two_pass ? 2 : 1) + (per_row_ ? 0 : 1);
     const bool cached = cache != "none";
@@ -1184,18 +1197,26 @@ class RowKernelGenerator : public KernelGenerator {
                       out_cycles);
 
     if (sync) {
-      return SyncSeconds(c, pass_cycles, reduce_cycles, per_elem_ops, flight_elems, in_bytes,
-                         out_bytes, weight_bytes);
+      return regs.SpillFactor() * SyncSeconds(c, regs.allocated, pass_cycles, reduce_cycles,
+                                              per_elem_ops, flight_elems, in_bytes, out_bytes,
+                                              weight_bytes);
     }
     std::vector<LaunchCost> launches;
     LaunchCost main;
     main.blocks = grid_x * split;
     main.threads = block;
     main.shared_bytes = smem;
-    main.registers = regs;
+    main.registers = regs.allocated;
     main.bytes_in_flight_per_thread = flight_elems * in_size;
     main.ops = elems * per_elem_ops + rows * reduce_cycles * rt * passes / 8;
     main.block_latency_cycles = block_latency;
+    if (cluster) {
+      // A cluster's blocks meet at its barriers together: no other resident block hides their
+      // wait. A second round of clusters costs a full cluster start-up and drain (two-round
+      // group norm clusters ran 50-60 us where one round ran 36, H200 2026-12-01).
+      main.lockstep = true;
+      main.cycles_per_extra_round = 5000;
+    }
     if (scratch) {
       LaunchCost partial = main;
       partial.dram_bytes = in_bytes + rows * split * 16;
@@ -1219,14 +1240,14 @@ class RowKernelGenerator : public KernelGenerator {
     double seconds = synth::EstimateSeconds(gpu_, launches);
     // Cluster scheduling granularity; 16 blocks (non-portable) must fit in one GPC.
     if (cluster) seconds *= split > 8 ? 1.10 : 1.03;
-    return seconds;
+    return regs.SpillFactor() * seconds;
   }
 
   // The prior of a sync split: a clearing launch, then one cooperative launch of sweeps of
   // resident blocks, each block reading one item while it writes the one before (from shared
   // memory, or from L2 while two sweeps' chunks fit in half of it). The wait for a row's last
   // block mostly hides behind the next item's reads.
-  double SyncSeconds(const Config& c, double pass_cycles, double reduce_cycles,
+  double SyncSeconds(const Config& c, int registers, double pass_cycles, double reduce_cycles,
                      double per_elem_ops, double flight_elems, double in_bytes,
                      double out_bytes, double weight_bytes) const {
     const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
@@ -1251,20 +1272,20 @@ class RowKernelGenerator : public KernelGenerator {
     main.blocks = grid;
     main.threads = rt * rpb;
     main.shared_bytes = SharedBytes(c);
-    main.registers = Registers(c);
+    main.registers = registers;
     main.bytes_in_flight_per_thread = flight_elems * in_size;
     main.ops = elems * per_elem_ops + rows * split * reduce_cycles * rt / 4;
+    main.lockstep = true;  // every block waits for its row's others: none hides another
     main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : reread);
     main.l2_bytes = reread_in_l2 ? reread : 0;
     main.block_latency_cycles =
         sweeps * (pass_cycles + (held ? 400 : pass_cycles) + 2 * reduce_cycles + kMeetCycles);
     main.dram_bytes *= WidthFactor(vec);
-    // Moving a third less data than a scratch split, the sync splits of the H200's group norm
-    // rows still ran 1.0-1.05x the time of the best scratch ones (2026-12-01): something the
-    // bytes do not see (each block's serial read-publish-write chain, its occupancy) costs
-    // that much. Calibrated so that they rank just behind the scratch splits, and get tried.
-    constexpr double kSyncCalibration = 1.3;
-    return kSyncCalibration * synth::EstimateSeconds(gpu_, {clear, main});
+    // A sync split that holds its chunk in shared memory ran 1.2-1.4x what the model gives
+    // (H200 exhaustive sweep, 2026-12-01): double-buffered chunks cost occupancy the bytes do
+    // not show. One that holds nothing ran as estimated.
+    const double calibration = held ? 1.3 : 1.0;
+    return calibration * synth::EstimateSeconds(gpu_, {clear, main});
   }
 
   std::vector<Config> Seeds() const override {
@@ -1531,6 +1552,31 @@ class RowKernelGenerator : public KernelGenerator {
     int regs = 40 + 2 * c.GetInt("vec") * c.GetInt("unroll") + (TwoPass(c) ? 4 : 0);
     if (!per_row_ && c.Get("cache") == "regs") regs += c.GetInt("reg_cache");
     return regs;
+  }
+
+  // What the prior assumes a kernel gets: the registers it wants (a register cache costs
+  // about two per entry: ptxas on the H200 gave group norm's 64-entry caches 202-255) within
+  // what its __launch_bounds__ minimum of blocks per SM leaves; above that it spills, at a
+  // cost in proportion.
+  struct RegisterUse {
+    int allocated = 0;
+    int spilled = 0;
+    double SpillFactor() const { return 1.0 + double(spilled) / std::max(allocated, 1); }
+  };
+  RegisterUse EstimatedRegisters(const Config& c) const {
+    int wanted = Registers(c);
+    if (!per_row_ && c.Get("cache") == "regs") wanted += c.GetInt("reg_cache");
+    const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
+    const int min_blocks = Sync(c)                             ? SyncBlocksPerSm(c)
+                           : c.GetInt("split") > 1 && c.Get("split_mode") != "cluster"
+                               ? SplitBlocksPerSm(c)
+                               : 1;
+    const int cap = std::min(
+        255, gpu_.registers_per_sm / (std::max(1, (block + 31) / 32 * 32) * min_blocks) / 8 * 8);
+    RegisterUse use;
+    use.allocated = std::min(wanted, cap);
+    use.spilled = std::max(0, wanted - cap);
+    return use;
   }
 
   // Blocks per SM the launches of a scratch split are compiled for: registers for a step's
