@@ -1,7 +1,9 @@
 // Synthesizer: the built-in Proposer ("synth"). Roots are the best configs of the target's
 // family by the cost-model prior, chosen to differ from each other; children are neighbour
 // moves of the parent's config (one parameter to an adjacent value), ordered by the prior,
-// skipping what was already tried and steering by the parent's and siblings' feedback.
+// skipping what was already tried and steering by the parent's and siblings' feedback. The
+// prior is first calibrated on the request's history, the target's measured candidates
+// (prior_calibration.h).
 // Deterministic for a seed: the only randomness is SeededRng.
 #pragma once
 
