@@ -1,8 +1,7 @@
 // PriorCalibration: what the measured candidates of a target say about the cost-model prior's
-// errors there. The prior ranks configs well overall but misplaces the top (docs/benchmarks/
-// 2026-12-01-h200-vector-only-rows.md: its first pick 1.1-2.4x slower than a space's fastest),
-// and its errors are systematic per parameter value on a given target: a split mode, a block
-// shape or an unroll that the model overrates is overrated in every config that uses it. So the
+// errors there. A prior's errors on a given target are largely systematic per parameter value:
+// a split mode, a block shape or an unroll that the model overrates is overrated in every
+// config that uses it (docs/benchmarks/2026-12-01-replay-search-and-prior.md). So the
 // log of measured / prior over the configs evaluated so far is fitted as a sum of per-value
 // effects (ridge regression, one indicator per parameter=value), and the prior of an untried
 // config is multiplied by exp(its predicted effect). Values no measurement has touched keep an
