@@ -197,6 +197,7 @@ TEST(SearchTreeTest, ProposeRequestCarriesParentSiblingsBestAndADerivedSeed) {
   EXPECT_EQ(request.history_size(), evaluated);
   for (const v1::EvaluatedCandidate& h : request.history()) {
     EXPECT_TRUE(h.candidate().source().empty());
+    EXPECT_TRUE(h.compile().ptx().empty());
     EXPECT_FALSE(h.candidate().id().empty());
   }
   // Seeds differ between nodes and between expansions of the same node.

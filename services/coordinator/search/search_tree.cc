@@ -228,6 +228,8 @@ v1::ProposeRequest SearchTree::BuildProposeRequest(int node, const ProposeContex
     h->mutable_candidate()->clear_source();
     h->mutable_candidate()->clear_launch_plan_json();
     h->mutable_compile()->clear_log();
+    h->mutable_compile()->clear_ptx();
+    h->mutable_compile()->clear_cubin();
     h->mutable_evaluation()->clear_diagnostics();
   }
   *request.mutable_gpu() = context.gpu;
