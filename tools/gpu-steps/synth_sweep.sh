@@ -31,7 +31,9 @@
 # KFORGE_SWEEP_TARBALL=$OUT/synth-sweep-details.tgz alone in a 600 s call (the quick passes
 # stop at the budget too, but the chunk under way finishes: keep ~100 s between the budget and
 # the call's limit; the tarball, repacked every minute, survives a kill at the limit); the
-# last keeps ~200 s for torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300).
+# last keeps ~200 s for torch.compile and --finish (KFORGE_SWEEP_BUDGET_S=300). Pack such calls
+# lean — KFORGE_PACK_BINS="kforge-synth-sweep kforge-synth-sweep-quick kforge-nvrtc
+# kforge-evaluator" tools/gpu-pack — as the committed tarball grows toward the 64 MiB carry.
 #
 # KFORGE_SWEEP_ROWS=id,id picks rows, anchor or model rows (`kforge-synth-sweep --rows x` lists them).
 set -uo pipefail
