@@ -290,6 +290,14 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     }
     finished = std::move(*read);
   }
+  // A quick result belongs to a kernel (source + launch plan) on this row's inputs, not to
+  // the config string that named it: a config carries the finished line of any config that
+  // generated the same kernel. So a new parameter whose default leaves the kernels alone
+  // re-sweeps nothing, though it changes every config string.
+  std::map<std::string, const bench::DetailsLine*> finished_by_digest;
+  for (const auto& [config, line] : finished) {
+    if (!line.kernel_sha256.empty()) finished_by_digest.emplace(line.kernel_sha256, &line);
+  }
   start = Clock::now();
   std::map<std::string, size_t> by_digest;
   for (size_t i = 0; i < row.configs.size(); ++i) {
@@ -323,11 +331,11 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     kernel.configs.push_back(i);
     row.kernel_of.push_back(it->second);
     if (fresh) {
-      auto done = finished.find(row.configs[i].ToString());
-      if (done != finished.end() && done->second.kernel_sha256 == digest) {
+      auto same = finished_by_digest.find(digest);
+      if (same != finished_by_digest.end()) {
         kernel.carried = true;
-        kernel.carried_line = done->second;
-      } else if (done != finished.end()) {
+        kernel.carried_line = *same->second;
+      } else if (finished.count(row.configs[i].ToString()) > 0) {
         ++row.stale_configs;  // its kernel changed since: swept again
       }
     }
@@ -1056,8 +1064,8 @@ int Main(int argc, char** argv) {
                  "writes DIR/<row>.shard-I-of-N.tsv under --details");
   app.add_flag("--resume", resume,
                "carry the configs already finished in the --details directory (any shard's "
-               "file) instead of sweeping them again; a later call continues where the "
-               "last stopped");
+               "file) instead of sweeping them again, matched by the kernel they generate; a "
+               "later call continues where the last stopped");
   app.add_flag("--quick-only", quick_only,
                "stop after the quick pass and its --details (shard runs: --finish validates)");
   app.add_flag("--finish", finish,
