@@ -26,7 +26,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -752,19 +751,6 @@ std::string Table(const std::vector<Row>& rows, const std::vector<SeedRuns>& see
   return out;
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& data) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
 // Every evaluation of row `r`, both methods and all seeds, in dispatch order, tab-separated.
 // --compile-only: the verdict column says what compiled, the speedup column holds the prior's.
 absl::Status WriteDetails(const Row& row, size_t r, const std::vector<SeedRuns>& seeds,
@@ -789,7 +775,7 @@ absl::Status WriteDetails(const Row& row, size_t r, const std::vector<SeedRuns>&
       }
     }
   }
-  return WriteFile((dir / absl::StrCat(row.anchor.id, ".tsv")).string(), text);
+  return bench::WriteFileAtomically((dir / absl::StrCat(row.anchor.id, ".tsv")).string(), text);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1002,7 +988,7 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (!out_path.empty()) {
-      absl::Status s = WriteFile(out_path, table);
+      absl::Status s = bench::WriteFileAtomically(out_path, table);
       if (!s.ok()) std::fprintf(stderr, "--out: %s\n", std::string(s.message()).c_str());
     }
     if (!details_dir.empty()) {

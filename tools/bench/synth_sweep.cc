@@ -1009,15 +1009,8 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
         bench::WriteEagerUs(dir.string(), row.anchor.id, row.quick_eager.median_s * 1e6));
   }
   // Whole or not at all: --resume trusts these files, and a kill may come mid-write.
-  const std::filesystem::path path = dir / bench::DetailsFileName(row.anchor.id, shard);
-  const std::filesystem::path partial = path.string() + ".partial";
-  KF_RETURN_IF_ERROR(WriteFile(partial, text));
-  std::error_code ec;
-  std::filesystem::rename(partial, path, ec);
-  if (ec)
-    return absl::InternalError(
-        absl::StrCat("cannot rename ", partial.string(), ": ", ec.message()));
-  return absl::OkStatus();
+  return bench::WriteFileAtomically(
+      (dir / bench::DetailsFileName(row.anchor.id, shard)).string(), text);
 }
 
 std::string ExeDir() {

@@ -223,13 +223,17 @@ v1::ProposeRequest SearchTree::BuildProposeRequest(int node, const ProposeContex
   if (std::optional<int> best = BestNode()) *request.mutable_best() = nodes_[*best].evaluated;
   for (const SearchTreeNode& other : nodes_) {
     if (other.is_root() || other.pending || other.dispatch_sequence < 0) continue;
+    // What a proposer learns from: who the candidate is and how it did, not its text.
+    const v1::EvaluatedCandidate& e = other.evaluated;
     v1::EvaluatedCandidate* h = request.add_history();
-    *h = other.evaluated;
-    h->mutable_candidate()->clear_source();
-    h->mutable_candidate()->clear_launch_plan_json();
-    h->mutable_compile()->clear_log();
-    h->mutable_compile()->clear_ptx();
-    h->mutable_compile()->clear_cubin();
+    v1::Candidate* c = h->mutable_candidate();
+    c->set_id(e.candidate().id());
+    c->set_parent_id(e.candidate().parent_id());
+    c->set_proposer(e.candidate().proposer());
+    *c->mutable_params() = e.candidate().params();
+    h->mutable_compile()->set_status(e.compile().status());
+    *h->mutable_compile()->mutable_kernels() = e.compile().kernels();
+    *h->mutable_evaluation() = e.evaluation();
     h->mutable_evaluation()->clear_diagnostics();
   }
   *request.mutable_gpu() = context.gpu;

@@ -1124,12 +1124,8 @@ class RowKernelGenerator : public KernelGenerator {
     const int64_t smem = SharedBytes(c);
     const int per_sm = std::max(1, BlocksPerSm(gpu_, block, smem, regs.allocated));
     const bool stride = c.Get("grid") == "stride";
-    // The stride grid as the launch plan sizes it (GenerateLaunchPlan).
     const double grid_x =
-        stride ? std::min(row_blocks, double(gpu_.sm_count) *
-                                          std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c),
-                                                                  Registers(c))))
-               : row_blocks;
+        stride ? std::min(row_blocks, double(gpu_.sm_count) * StrideBlocksPerSm(c)) : row_blocks;
     const double iterations = std::ceil(row_blocks / grid_x);
 
     // Elements one thread handles per pass; idle lanes carry nothing in flight. An explicit
@@ -1479,10 +1475,8 @@ class RowKernelGenerator : public KernelGenerator {
     plan.let.push_back({"CHUNK", absl::StrCat("ceil_div(ceil_div(COLS, ", split, "), ", vec, ") * ", vec)});
     std::string grid_x = "ROW_BLOCKS";
     if (c.Get("grid") == "stride") {
-      // Occupancy without the row cache, whose size depends on the shape: the plan must not.
-      const int per_sm =
-          std::max(1, BlocksPerSm(gpu_, rt * rpb, StaticSharedBytes(c), Registers(c)));
-      plan.let.push_back({"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", per_sm, ")")});
+      plan.let.push_back(
+          {"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", StrideBlocksPerSm(c), ")")});
       grid_x = "GRID_X";
     }
     std::string shared = "0";
@@ -1552,6 +1546,13 @@ class RowKernelGenerator : public KernelGenerator {
     int regs = 40 + 2 * c.GetInt("vec") * c.GetInt("unroll") + (TwoPass(c) ? 4 : 0);
     if (!per_row_ && c.Get("cache") == "regs") regs += c.GetInt("reg_cache");
     return regs;
+  }
+
+  // Blocks per SM a stride grid is sized for: occupancy without the row cache, whose size
+  // depends on the shape (the plan must not). The prior sizes its grid the same way.
+  int StrideBlocksPerSm(const Config& c) const {
+    const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
+    return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
   }
 
   // What the prior assumes a kernel gets: the registers it wants (a register cache costs
