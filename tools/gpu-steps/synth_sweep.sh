@@ -121,11 +121,20 @@ TARBALL=${KFORGE_SWEEP_TARBALL:-$OUT_DIR/synth-sweep-details.tgz}
 pack_details() {  # $1: a name of its own for each packer (a killed one may leave a tar running)
   local finished=$OUT_DIR/pack-$1/synth-sweep-details
   rm -rf "$finished" && mkdir -p "$finished"
+  # One file per row, whatever shards and calls wrote it: a shard's file repeats the lines it
+  # carried, so the first line of each config wins (as in ReadFinishedDetails). Finished: the
+  # rule of IsFinalQuickVerdict (tools/bench/sweep_details.h).
+  local -A rows=()
+  local f row
   for f in "$DETAILS"/*.tsv; do
     [[ -f $f ]] || continue
-    # Finished: the rule of IsFinalQuickVerdict (tools/bench/sweep_details.h).
-    awk -F'\t' 'NR == 1 || ($4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED")' "$f" \
-      >"$finished/$(basename "$f")"
+    row=$(basename "$f" .tsv) && rows[${row%%.shard-*}]=1
+  done
+  for row in "${!rows[@]}"; do
+    (shopt -s nullglob
+     awk -F'\t' 'FNR == 1 { if (NR == 1) print; next }
+       $4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED" && !seen[$1]++' \
+       "$DETAILS/$row".shard-*.tsv "$DETAILS/$row".tsv) >"$finished/$row.tsv"
   done
   cp "$DETAILS"/*.eager-us "$finished"/ 2>/dev/null  # each row's eager µs, for replays
   local partial
