@@ -12,6 +12,10 @@
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
 #   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
+#   KFORGE_GPU_OPTIMIZE_LANES=N              models run N at a time, each lane on a GPU of its
+#                                            own (default: one lane per GPU, or 1 with
+#                                            KFORGE_GPU_OPTIMIZE_GPUS); a device call's time
+#                                            counts per machine, so two GPUs do twice the models
 #   KFORGE_GPU_TORCH_BUDGET_S=S              torch_compile_times.py --time-budget-s (default 300)
 # A model's fourth field names the op of the seed paper's figure for it (OP:K): a second run,
 # optimize-<name>-paper, searches the top K targets of that op alone with
@@ -45,31 +49,32 @@ for entry in "${MODELS[@]}"; do
   jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS")
   [[ -n $paper && ${KFORGE_GPU_PAPER:-1} != 0 ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
-for job in "${jobs[@]}"; do
-  IFS='|' read -r name factory kwargs selection <<<"$job"
+
+run_job() {  # $1: a jobs entry; returns non-zero when a step failed
+  local name factory kwargs selection model run pair job_rc=0
+  IFS='|' read -r name factory kwargs selection <<<"$1"
   model=${name%-paper}
-  kw=()
+  local kw=()
   for pair in $kwargs; do kw+=(--kw "$pair"); done
   run=$OUT_DIR/optimize-$name
   echo "== $name: export, optimize ($selection), check, tables"
   rm -f "$run"/{torch-rows,torch-times,check}.json  # never join a previous round's files
   if [[ ! -f $M/$model/model.pt ]]; then
-    python3 tools/kforge-export "$factory" --out "$M/$model" --device cuda "${kw[@]}" || { rc=1; continue; }
+    python3 tools/kforge-export "$factory" --out "$M/$model" --device cuda "${kw[@]}" || return 1
   fi
   # shellcheck disable=SC2086  # $selection is flags
   build/bin/kforge optimize "$M/$model/model.pt" --inputs "$M/$model/inputs.pt" \
-    --out "$run" $selection --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || rc=1
+    --out "$run" $selection --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || job_rc=1
   cat "$run/summary.txt" 2>/dev/null || tail -5 "$run.log"
   if [[ -f $run/report.json ]]; then
-    runs+=("$run")
     # torch.compile of each target's op alone, on the inputs kforge validated against; the
     # inputs (up to 100s of MB) are dropped once timed.
     if build/bin/kforge report "$run" --torch-rows "$run/torch-rows.json" \
          --torch-inputs "$run/torch-inputs"; then
       python3 tools/bench/torch_compile_times.py --rows-json "$run/torch-rows.json" \
-        --out "$run/torch-times.json" --time-budget-s "$TORCH_BUDGET_S" || rc=1
+        --out "$run/torch-times.json" --time-budget-s "$TORCH_BUDGET_S" || job_rc=1
     else
-      rc=1
+      job_rc=1
     fi
     rm -rf "$run/torch-inputs"
   fi
@@ -77,19 +82,55 @@ for job in "${jobs[@]}"; do
     python3 tools/check-optimized "$run/export" --device cuda --module "$factory" "${kw[@]}" \
       --runs 50 --lib build/lib/libkforge_runtime.so --json-out "$run/check.json" |
       tee "$run/check.txt"
-    [[ ${PIPESTATUS[0]} -eq 0 ]] || rc=1
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || job_rc=1
   else
     echo "$name: no bundle exported (no kernel beat eager, or the export failed: see $run.log)"
   fi
   if [[ -f $run/report.json ]]; then
-    python3 tools/bench/target_table.py "$run" --out "$run/table.md" && cat "$run/table.md" || rc=1
+    python3 tools/bench/target_table.py "$run" --out "$run/table.md" && cat "$run/table.md" ||
+      job_rc=1
   fi
+  return $job_rc
+}
+
+# Lanes: a model's runs stay in one lane (they share its exported model.pt), lanes take models
+# in turn, and each lane sees only its GPU, so no timing shares a GPU with another lane's.
+GPU_COUNT=$(nvidia-smi -L 2>/dev/null | wc -l)
+LANES=${KFORGE_GPU_OPTIMIZE_LANES:-$((${#GPUS[@]} ? 1 : GPU_COUNT))}
+((LANES >= 1)) || LANES=1
+declare -A lane_of=()
+lane_jobs=()
+for job in "${jobs[@]}"; do
+  model=${job%%|*} && model=${model%-paper}
+  [[ -n ${lane_of[$model]:-} ]] || lane_of[$model]=$((${#lane_of[@]} % LANES))
+  lane_jobs[${lane_of[$model]}]+="$job"$'\n'
+done
+pids=()
+for ((lane = 0; lane < LANES; lane++)); do
+  [[ -n ${lane_jobs[$lane]:-} ]] || continue
+  (
+    ((LANES > 1)) && export CUDA_VISIBLE_DEVICES=$lane
+    lane_rc=0
+    while IFS= read -r job; do
+      [[ -n $job ]] && { run_job "$job" || lane_rc=1; }
+    done <<<"${lane_jobs[$lane]}"
+    exit $lane_rc
+  ) >"$OUT_DIR/optimize-lane-$lane.txt" 2>&1 &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+cat "$OUT_DIR"/optimize-lane-*.txt 2>/dev/null
+runs=()
+for job in "${jobs[@]}"; do
+  run=$OUT_DIR/optimize-${job%%|*}
+  [[ -f $run/report.json ]] && runs+=("$run")
 done
 if ((${#runs[@]})); then
   python3 tools/bench/target_table.py "${runs[@]}" --out "$OUT_DIR/optimize-tables.md" || rc=1
   # Every run's reports, tables, logs and winners' params in one file: the device tool
   # returns a limited number of files, and the run directories hold thousands.
   (cd "$OUT_DIR" && find "${runs[@]##*/}" -maxdepth 1 -type f \( -name '*.json' -o -name '*.txt' \
-    -o -name '*.md' \) -print0 | tar czf optimize-results.tgz --null -T - optimize-*.log)
+    -o -name '*.md' \) -print0 | tar czf optimize-results.tgz --null -T - optimize-*.log \
+    optimize-lane-*.txt)
 fi
 exit $rc
