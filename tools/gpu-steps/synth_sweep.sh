@@ -35,6 +35,10 @@
 # lean — KFORGE_PACK_BINS="kforge-synth-sweep kforge-synth-sweep-quick kforge-nvrtc
 # kforge-evaluator" tools/gpu-pack — as the committed tarball grows toward the 64 MiB carry.
 #
+# KFORGE_SWEEP_TORCH_TIMES=FILE: the table takes torch.compile's times from FILE (an earlier
+# call's torch-compile-times.json, same rows and machine kind) instead of measuring them again:
+# a finishing call then needs ~100 s, not ~250.
+#
 # KFORGE_SWEEP_ROWS=id,id picks rows, anchor or model rows (`kforge-synth-sweep --rows x` lists them).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -55,6 +59,12 @@ fi
 
 # torch.compile alone on the GPU. Hard limit: its budget plus one slow last compile.
 torch_times() {
+  if [[ -n ${KFORGE_SWEEP_TORCH_TIMES:-} ]]; then
+    [[ -s $KFORGE_SWEEP_TORCH_TIMES ]] ||
+      { echo "KFORGE_SWEEP_TORCH_TIMES=$KFORGE_SWEEP_TORCH_TIMES: no such file"; exit 2; }
+    torch_args=(--torch-times "$KFORGE_SWEEP_TORCH_TIMES")
+    return
+  fi
   rm -f "$OUT_DIR/torch-compile-times.json"
   timeout $((TORCH_BUDGET + 90)) python3 tools/bench/torch_compile_times.py \
     --rows-json "$OUT_DIR/synth-sweep-rows.json" --out "$OUT_DIR/torch-compile-times.json" \
@@ -112,34 +122,13 @@ CORES=$(nproc)
 JOBS=$((CORES / GPUS - 1)) # one core per shard for its quick-pass child
 ((JOBS >= 1)) || JOBS=1
 echo "exhaustive sweep: $GPUS shards, $JOBS compile threads each, compile budget $BUDGET s"
-# One file that a device call can bring back and a later session commit and resume from: the
-# finished lines only (--resume sweeps the others again anyway; they were most of the bytes).
-# Packed every minute while the shards run too, so a call killed at its limit still leaves the
+# One file that a device call can bring back and a later session commit and resume from
+# (tools/bench/pack_sweep_details.sh: one file per row of its finished lines). Packed every minute while the shards run too, so a call killed at its limit still leaves the
 # latest: point KFORGE_SWEEP_TARBALL (default $OUT_DIR/synth-sweep-details.tgz) into the device
 # call's $OUT. The shards replace their details files whole, so a pack never reads half a file.
 TARBALL=${KFORGE_SWEEP_TARBALL:-$OUT_DIR/synth-sweep-details.tgz}
 pack_details() {  # $1: a name of its own for each packer (a killed one may leave a tar running)
-  local finished=$OUT_DIR/pack-$1/synth-sweep-details
-  rm -rf "$finished" && mkdir -p "$finished"
-  # One file per row, whatever shards and calls wrote it: a shard's file repeats the lines it
-  # carried, so the first line of each config wins (as in ReadFinishedDetails). Finished: the
-  # rule of IsFinalQuickVerdict (tools/bench/sweep_details.h).
-  local -A rows=()
-  local f row
-  for f in "$DETAILS"/*.tsv; do
-    [[ -f $f ]] || continue
-    row=$(basename "$f" .tsv) && rows[${row%%.shard-*}]=1
-  done
-  for row in "${!rows[@]}"; do
-    (shopt -s nullglob
-     awk -F'\t' 'FNR == 1 { if (NR == 1) print; next }
-       $4 != "" && $4 != "SKIPPED" && $4 != "NOT_EVALUATED" && !seen[$1]++' \
-       "$DETAILS/$row".shard-*.tsv "$DETAILS/$row".tsv) >"$finished/$row.tsv"
-  done
-  cp "$DETAILS"/*.eager-us "$finished"/ 2>/dev/null  # each row's eager µs, for replays
-  local partial
-  partial="$(dirname "$TARBALL")/.$(basename "$TARBALL").$1"
-  tar czf "$partial" -C "$OUT_DIR/pack-$1" synth-sweep-details && mv -f "$partial" "$TARBALL"
+  tools/bench/pack_sweep_details.sh "$DETAILS" "$TARBALL" "$OUT_DIR/pack-$1"
 }
 (while sleep 60; do pack_details live; done) >/dev/null 2>&1 &
 packer=$!
