@@ -18,7 +18,7 @@ struct GpuModel {
   int64_t shared_bytes_per_sm = 228 * 1024;
   int64_t shared_bytes_per_block_optin = 227 * 1024;
   double bandwidth_bytes_per_s = 4.24e12;
-  int64_t l2_bytes = 50ll << 20;
+  int64_t l2_bytes = 60ll << 20;  // the H200 has 60 MB (../shared/GPU.md)
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
   int registers_per_sm = 65536;

@@ -966,8 +966,12 @@ class RowKernelGenerator : public KernelGenerator {
     if (UsesExp(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
     }
-    params.push_back({"grid", {"oneshot", "stride"},
-                      "one block per row group, or about num_sms * occupancy blocks looping"});
+    // l2 is for sync splits alone: with every resident block in a sweep, the sweep's chunks
+    // outgrow L2 on tensors of 64 MB and more, and the output pass reads them from DRAM again
+    // (the best H200 group norms sat at ~75% of the copy bandwidth on three passes' bytes).
+    params.push_back({"grid", {"oneshot", "stride", "l2"},
+                      "one block per row group, about num_sms * occupancy blocks looping, or "
+                      "(sync splits) as many resident blocks as keep a sweep's chunks in L2"});
     space_ = ParamSpace(std::move(params));
   }
 
@@ -985,8 +989,16 @@ class RowKernelGenerator : public KernelGenerator {
     if (one_pass_split && HasAlgoChoice(p_.op)) {
       c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
     }
-    // A sync split's grid is always the resident blocks.
-    if (Sync(c)) c.Set("grid", "oneshot");
+    // A sync split's grid is the resident blocks, or fewer where that keeps a sweep's chunks in
+    // L2 for the output pass (grid=l2; nothing to keep when the chunk is held in shared memory
+    // or there is no output pass); other launches have no l2 grid.
+    if (Sync(c)) {
+      const bool fewer = c.Get("grid") == "l2" && !per_row_ && c.Get("cache") == "none" &&
+                         SyncL2Grid(c) < std::min(SyncItems(c), SyncResidentGrid(c));
+      c.Set("grid", fewer ? "l2" : "oneshot");
+    } else if (c.Get("grid") == "l2") {
+      c.Set("grid", "oneshot");
+    }
     // The register cache loop is fully unrolled already.
     if (!per_row_ && c.Get("cache") == "regs") c.Set("unroll", "1");
     return c;
@@ -1251,13 +1263,12 @@ class RowKernelGenerator : public KernelGenerator {
     const int in_size = ElementSize(p_.in_dtype);
     const double rows = static_cast<double>(std::max<int64_t>(1, p_.rows));
     const double elems = rows * std::max<int64_t>(1, p_.cols);
-    const double items = std::ceil(rows / rpb) * split;
-    const double grid = std::min(items, std::floor(double(gpu_.sm_count) *
-                                                   SyncBlocksPerSm(c) / split) * split);
+    const double items = static_cast<double>(SyncItems(c));
+    const double grid = static_cast<double>(SyncGrid(c));
     const double sweeps = std::ceil(items / std::max(1.0, grid));
     const bool held = !per_row_ && c.Get("cache") == "smem";
     const double reread = per_row_ || held ? 0 : in_bytes;
-    const bool reread_in_l2 = 2 * grid * rpb * Chunk(c) * in_size <= 0.5 * double(gpu_.l2_bytes);
+    const bool reread_in_l2 = grid * SyncItemBytes(c) <= kSyncSweepL2Share * gpu_.l2_bytes;
     constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
 
     LaunchCost clear;
@@ -1491,9 +1502,14 @@ class RowKernelGenerator : public KernelGenerator {
       // Partials, then one arrival counter per row block; the grid is the resident blocks,
       // rounded down to whole rows' worth of chunks.
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      plan.let.push_back(
-          {"GRID", absl::StrCat("min(ITEMS, num_sms * ", SyncBlocksPerSm(c), " / ", split,
-                                " * ", split, ")")});
+      std::string grid = absl::StrCat("num_sms * ", SyncBlocksPerSm(c), " / ", split, " * ", split);
+      if (c.Get("grid") == "l2") {
+        grid = absl::StrCat("min(", grid, ", max(", split, ", ",
+                            static_cast<int64_t>(kSyncSweepL2Share * gpu_.l2_bytes), " / (", rpb,
+                            " * CHUNK * ", ElementSize(p_.in_dtype), ") / ", split, " * ", split,
+                            "))");
+      }
+      plan.let.push_back({"GRID", absl::StrCat("min(ITEMS, ", grid, ")")});
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
                                         " + ROW_BLOCKS * 4");
       plan.launches.push_back({"kf_rows_clear",
@@ -1599,6 +1615,33 @@ class RowKernelGenerator : public KernelGenerator {
   int SyncBlocksPerSm(const Config& c) const {
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
+  }
+
+  // A sync split's items (row block, chunk), the bytes of one, and its grids: every resident
+  // block (whole rows' worth of chunks), or with grid=l2 as many as keep a sweep's chunks
+  // within kSyncSweepL2Share of L2 (two sweeps' reads and the writes share it), at least one
+  // row's chunks. The plan computes the same from the tensor's sizes.
+  static constexpr double kSyncSweepL2Share = 0.25;
+  int64_t SyncItems(const Config& c) const {
+    const int64_t rpb = c.GetInt("rows_per_block");
+    return (std::max<int64_t>(1, p_.rows) + rpb - 1) / rpb * c.GetInt("split");
+  }
+  int64_t SyncItemBytes(const Config& c) const {
+    return c.GetInt("rows_per_block") * Chunk(c) * ElementSize(p_.in_dtype);
+  }
+  int64_t SyncResidentGrid(const Config& c) const {
+    const int split = c.GetInt("split");
+    return int64_t{gpu_.sm_count} * SyncBlocksPerSm(c) / split * split;
+  }
+  int64_t SyncL2Grid(const Config& c) const {
+    const int split = c.GetInt("split");
+    const int64_t fit = static_cast<int64_t>(kSyncSweepL2Share * gpu_.l2_bytes) /
+                        std::max<int64_t>(1, SyncItemBytes(c)) / split * split;
+    return std::min(SyncResidentGrid(c), std::max<int64_t>(split, fit));
+  }
+  int64_t SyncGrid(const Config& c) const {
+    return std::min(SyncItems(c),
+                    c.Get("grid") == "l2" ? SyncL2Grid(c) : SyncResidentGrid(c));
   }
 
   // Dynamic shared memory each block of a sync split may use: its share of the SM.
