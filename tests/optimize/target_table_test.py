@@ -126,7 +126,7 @@ def main():
         for tid in ids:
             line = [ln for ln in table.splitlines() if f"`{tid[:12]}`" in ln]
             expect(len(line) == 1, f"one table line for {tid[:12]}", table)
-            expect(line and line[0].count("not timed[^m1-") == 4, "4 not-timed cells", line)
+            expect(line and line[0].count("not timed[^m1-") == 5, "5 not-timed cells", line)
         expect("the run's status is 'no_gpu'" in table, "not-timed note", table)
         expect("no --torch-times given and RUN/torch-times.json is absent" in table,
                "torch-times note", table)
@@ -137,6 +137,32 @@ def main():
             json.dump({"rows": {}}, f)
         r = run([py, table_py, out, "--torch-times", "empty-times.json"], tmp)
         expect("no torch-times row for this target" in r.stdout, "missing-row note", r.stdout)
+
+        # "vs torch.compile" of a timed run (report.json as a GPU run writes it, times as the
+        # torch script writes them): side by side when the script timed kforge's kernel too,
+        # else against the worker's time, and the note says which.
+        timed_run = os.path.join(tmp, "timed-run")
+        os.makedirs(timed_run)
+        timed = json.loads(json.dumps(report))
+        timed["status"] = "complete"
+        for t in timed["targets"]:
+            t.update(eager_s=100e-6, best_s=50e-6, floor_s=25e-6)
+        with open(os.path.join(timed_run, "report.json"), "w") as f:
+            json.dump(timed, f)
+        side = {"rows": {ids[0]: {"eager_s": 99e-6, "compiled_s": {"default": 60e-6},
+                                  "kforge_s": {"default": 40e-6}, "note": ""},
+                         ids[1]: {"eager_s": 99e-6, "compiled_s": {"default": 60e-6},
+                                  "kforge_s": {}, "note": ""}}}
+        with open(os.path.join(tmp, "side-times.json"), "w") as f:
+            json.dump(side, f)
+        r = run([py, table_py, timed_run, "--torch-times", "side-times.json"], tmp)
+        line = {tid: [ln for ln in r.stdout.splitlines() if f"`{tid[:12]}`" in ln][0]
+                for tid in ids[:2]}
+        expect("| 40.0 |" in line[ids[0]] and "| 1.50x[^m1-" in line[ids[0]],
+               "side by side: 60 / 40", line[ids[0]])
+        expect("| 1.20x[^m1-" in line[ids[1]], "worker time: 60 / 50", line[ids[1]])
+        expect("timed in one interleaved loop" in r.stdout and "two processes" in r.stdout,
+               "notes say which comparison each ratio is", r.stdout)
 
         # Missing and malformed inputs of the table tool: exit 2 naming the file.
         r = run([py, table_py, out, "--torch-times", "nope.json"], tmp, 2)

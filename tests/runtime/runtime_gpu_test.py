@@ -164,6 +164,33 @@ class RuntimeOnGpu(unittest.TestCase):
         self.assertTrue(report["passed"], report)
         self.assertGreater(report["launches"].get(self.kernel_id, 0), 0)
 
+    def test_torch_times_time_the_kernel_beside_torch_compile(self):
+        # torch_compile_times.py --kforge-bundle on the fixture's softmax row: the kernel runs
+        # through the runtime in the same interleaved loop as eager and torch.compile, every
+        # timed call launched it, and the spin covered every batch.
+        times = os.path.join(ARGS.repo, "tools", "bench", "torch_compile_times.py")
+        with open(os.path.join(self.bundle, "manifest.json")) as f:
+            target_id = json.load(f)["kernels"][0]["target_id"]
+        with tempfile.TemporaryDirectory() as tmp:
+            rows, out = os.path.join(tmp, "rows.json"), os.path.join(tmp, "times.json")
+            r = subprocess.run([ARGS.kforge, "report", os.path.join(ARGS.fixture, "run"),
+                                "--torch-rows", rows, "--torch-inputs",
+                                os.path.join(tmp, "inputs")],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = subprocess.run([sys.executable, times, "--rows-json", rows, "--out", out,
+                                "--rows", target_id, "--modes", "default",
+                                "--kforge-bundle", self.bundle,
+                                "--kforge-lib", find_library(ARGS.lib)],
+                               capture_output=True, text=True, timeout=900)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(out) as f:
+                rec = json.load(f)["rows"][target_id]
+            self.assertGreater(rec["kforge_s"].get("default", 0), 0, rec)
+            self.assertGreater(rec["compiled_s"].get("default", 0), 0, rec)
+            self.assertEqual(rec["uncovered_batches"], 0, rec)
+            self.assertNotIn("fell back", rec["note"], rec)
+
 
 def main():
     global ARGS

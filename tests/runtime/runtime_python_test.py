@@ -179,6 +179,38 @@ class RuntimeInPython(unittest.TestCase):
         self.assertIn("outputs", r.stdout)
         self.assertIn("eager", r.stdout)
 
+    def test_torch_times_name_the_bundles_kernel_and_see_its_cpu_fallback(self):
+        # torch_compile_times.py --kforge-bundle: the fixture run's rows, the softmax row mapped
+        # to the bundle's kernel; on the CPU the runtime falls back, and the counters say so.
+        times = os.path.join(ARGS.repo, "tools", "bench", "torch_compile_times.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = os.path.join(tmp, "rows.json")
+            r = subprocess.run([ARGS.kforge, "report", os.path.join(ARGS.fixture, "run"),
+                                "--torch-rows", rows, "--torch-inputs",
+                                os.path.join(tmp, "inputs")],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = subprocess.run([sys.executable, times, "--rows-json", rows, "--check",
+                                "--kforge-bundle", self.bundle, "--kforge-lib", self.lib],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(os.path.join(self.bundle, "manifest.json")) as f:
+                kernel_id = json.load(f)["kernels"][0]["id"]
+            self.assertIn(f": kforge kernel {kernel_id} fell back (cpu_tensor x1) on the CPU",
+                          r.stdout)
+            self.assertEqual(r.stdout.count("kforge kernel"), 1, r.stdout)  # one row has it
+            # The flags go together and name what is missing.
+            r = subprocess.run([sys.executable, times, "--rows-json", rows, "--check",
+                                "--kforge-bundle", self.bundle],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--kforge-bundle and --kforge-lib go together", r.stderr)
+            r = subprocess.run([sys.executable, times, "--rows-json", rows, "--check",
+                                "--kforge-bundle", tmp, "--kforge-lib", self.lib],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("has no manifest.json", r.stderr)
+
 
 def main():
     global ARGS

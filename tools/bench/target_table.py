@@ -18,8 +18,11 @@ or "not checked", with a note saying why. A missing RUN, report.json or --torch-
 an error (exit 2) naming it.
 
 The two eager columns come from different processes and methods (kforge's worker; the torch
-script); "vs torch.compile" divides the script's torch.compile time by kforge's re-confirmed
-time, so read it with both eager columns in view.
+script). When the torch script also timed kforge's kernel (torch_compile_times.py
+--kforge-bundle: the exported kernel through the runtime, in the same interleaved loop as
+eager and torch.compile), "kforge µs beside" holds that time and "vs torch.compile" is the
+ratio of the two, measured side by side; otherwise it divides the script's torch.compile time
+by the worker's re-confirmed time, and a note says so.
 """
 
 import argparse
@@ -108,9 +111,9 @@ def target_table(run, report, times, have_times, notes):
                    "a CUDA GPU")
     lines = [
         "| target | op / signature | share | eager µs (kforge) | eager µs (torch) "
-        "| torch.compile µs | kforge best µs | floor µs | vs eager | vs torch.compile "
-        "| % of floor | iterations | verdicts |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| torch.compile µs | kforge best µs | kforge µs beside | floor µs | vs eager "
+        "| vs torch.compile | % of floor | iterations | verdicts |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for t in report.get("targets", []):
         tid = t["target_id"]
@@ -133,8 +136,8 @@ def target_table(run, report, times, have_times, notes):
             why = ("no torch-times row for this target: run kforge report RUN --torch-rows, "
                    "then torch_compile_times.py" if have_times else
                    "no --torch-times given and RUN/torch-times.json is absent")
-            eager_t_cell = compile_cell = cell(None, ("not timed", why), notes)
-            compiled_s = None
+            eager_t_cell = compile_cell = beside_cell = cell(None, ("not timed", why), notes)
+            compiled_s = beside_s = None
         else:
             eager_t_cell = cell(us(rec.get("eager_s")),
                                 ("failed", rec.get("note") or "the script timed nothing"), notes)
@@ -143,6 +146,11 @@ def target_table(run, report, times, have_times, notes):
                                 ("failed", rec.get("note") or "no torch.compile time"), notes)
             if rec.get("inputs"):
                 compile_cell += f" {notes.mark('torch times on ' + rec['inputs'] + ' inputs')}"
+            beside_s = (rec.get("kforge_s") or {}).get(mode) if compiled_s else None
+            beside_cell = cell(us(beside_s),
+                               ("-", rec.get("note") or "the torch script did not time kforge's "
+                                "kernel (torch_compile_times.py --kforge-bundle RUN/export)"),
+                               notes)
         floor_cell = cell(floor, ("-", f"no floor: captured on {report.get('capture_device')}; "
                                        "a floor needs the GPU's measured bandwidth or peak and "
                                        "an op whose bytes or FLOPs are known"), notes)
@@ -150,12 +158,21 @@ def target_table(run, report, times, have_times, notes):
         pct_floor = (f"{100 * t['floor_s'] / best_s:.0f}%"
                      if best_s and t.get("floor_s") else "-")
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted((t.get("verdict_counts") or {}).items()))
+        if not timed or not compiled_s:
+            vs_compile = "-"
+        elif beside_s:
+            vs_compile = ratio(compiled_s, beside_s) + notes.mark(
+                "side by side: torch.compile and kforge's kernel timed in one interleaved loop")
+        else:
+            vs_compile = ratio(compiled_s, best_s) + (notes.mark(
+                "torch.compile (torch script) against kforge's worker time: two processes")
+                if best_s else "")
         lines.append(
             f"| `{tid[:12]}` | {t.get('op', '')} {t.get('signature', '')} "
             f"| {100 * t.get('share', 0):.1f}% | {eager_k_cell} | {eager_t_cell} | {compile_cell} "
-            f"| {best_cell} | {floor_cell} "
+            f"| {best_cell} | {beside_cell} | {floor_cell} "
             f"| {ratio(t.get('eager_s'), best_s) if timed else '-'} "
-            f"| {ratio(compiled_s, best_s) if timed else '-'} | {pct_floor} "
+            f"| {vs_compile} | {pct_floor} "
             f"| {t.get('iterations', 0)} | {verdicts or '-'} |")
     return lines
 

@@ -9,8 +9,16 @@ and torch.compile (mode default, then max-autotune-no-cudagraphs while the time 
 lasts). A row with "inputs_file" (`kforge report --torch-inputs`) is timed on the target's
 captured inputs (a torch.save'd dict by input name); the others on random inputs drawn by
 their fills. Writes JSON: {"rows": {ID: {"eager_s", "compiled_s": {MODE: s},
-"compile_wall_s": {MODE: s}, "inputs", "note"}}, ...} that `kforge-synth-sweep --torch-times`
-and tools/bench/target_table.py join into their tables.
+"compile_wall_s": {MODE: s}, "kforge_s": {MODE: s}, "inputs", "note"}}, ...} that
+`kforge-synth-sweep --torch-times` and tools/bench/target_table.py join into their tables.
+
+With --kforge-bundle (an exported bundle: `kforge export`, or RUN/export of `kforge optimize`)
+and --kforge-lib (libkforge_runtime.so), a row whose target has a kernel in the bundle also
+times that kernel, called as the optimized model calls it (torch.ops.kforge.run), in the same
+interleaved loop as eager and each torch.compile mode: "kforge_s" is then a time measured side
+by side with them, by one method in one process. The runtime's counters prove each timed call
+launched the kernel; a row whose kernel falls back (its guards refuse the inputs) gets no
+kforge time and a note with the reason, never the fallback's time.
 
 Timing method (the worker's, see DESIGN.md): CUDA events around one call, the L2 flushed
 before every rep, eager and compiled interleaved (alternating order), 10 estimate reps then
@@ -30,10 +38,12 @@ row's "uncovered_batches").
 
   torch_compile_times.py --rows-json ROWS --out TIMES [--rows ID,...] [--modes M,...]
                          [--time-budget-s S] [--batch-reps N] [--check]
+                         [--kforge-bundle DIR --kforge-lib LIB]
 
 --check needs no GPU: it builds every row's call on the meta device and runs it there (rows
 with captured inputs load them and check their shapes and dtypes first), which proves the rows
-file and the argument mapping without timing anything.
+file and the argument mapping without timing anything; with --kforge-bundle it also names
+each row's kernel and calls it once on the CPU, where the runtime must fall back (cpu_tensor).
 """
 
 import argparse
@@ -71,7 +81,20 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--check", action="store_true",
                    help="build and run every row on the meta device (no GPU) and exit")
+    p.add_argument("--kforge-bundle", metavar="DIR",
+                   help="an exported kforge bundle: rows whose target has a kernel in it time "
+                        "that kernel beside eager and torch.compile (needs --kforge-lib)")
+    p.add_argument("--kforge-lib", metavar="LIB", help="libkforge_runtime.so, for --kforge-bundle")
     args = p.parse_args(argv)
+    if bool(args.kforge_bundle) != bool(args.kforge_lib):
+        p.error("--kforge-bundle and --kforge-lib go together: the bundle's kernels run "
+                "through the runtime library")
+    if args.kforge_bundle and not os.path.isfile(os.path.join(args.kforge_bundle, "manifest.json")):
+        p.error(f"--kforge-bundle {args.kforge_bundle} has no manifest.json; pass the --out "
+                "directory of kforge export (or RUN/export of kforge optimize)")
+    if args.kforge_lib and not os.path.isfile(args.kforge_lib):
+        p.error(f"--kforge-lib {args.kforge_lib} does not exist; build the kforge_runtime "
+                "target (build/lib/libkforge_runtime.so)")
     args.modes = [m for m in args.modes.split(",") if m]
     for m in args.modes:
         if m not in MODES:
@@ -339,13 +362,71 @@ class Timer:
         return {n: statistics.median(v) for n, v in times.items()}, self.uncovered_batches
 
 
-def check(rows):
+class KforgeKernels:
+    """The bundle's kernels, called as the optimized model calls them, with the runtime's
+    counters telling a launch from a fallback."""
+
+    def __init__(self, torch, bundle, lib):
+        self.torch = torch
+        torch.ops.load_library(os.path.abspath(lib))
+        self.bundle = os.path.abspath(bundle)
+        self.bundle_id = torch.ops.kforge.load_bundle(self.bundle)
+        with open(os.path.join(self.bundle, "manifest.json")) as f:
+            kernels = json.load(f).get("kernels", [])
+        self.by_target = {k["target_id"]: k["id"] for k in kernels}
+
+    def call(self, row):
+        """fn(*inputs) running the row's kernel, or None when the bundle has none for it."""
+        kernel_id = self.by_target.get(row["id"])
+        if kernel_id is None:
+            return None
+        run = self.torch.ops.kforge.run
+
+        def call(*inputs):
+            return run(self.bundle_id, self.bundle, [kernel_id], list(inputs))
+
+        call.kernel_id = kernel_id
+        return call
+
+    def counts(self, kernel_id):
+        """(launches, {reason: fallbacks}) of one kernel so far."""
+        ops = self.torch.ops.kforge
+        launches = dict(ops.launch_counts()).get(kernel_id, 0)
+        prefix = kernel_id + ":"
+        fallbacks = {k[len(prefix):]: v for k, v in dict(ops.fallback_counts()).items()
+                     if k.startswith(prefix)}
+        return launches, fallbacks
+
+    def launched(self, fn, calls):
+        """(calls()'s result, None) when every call of `fn` in it launched its kernel, else
+        (result, why not: the fallback reasons counted)."""
+        before, fell_before = self.counts(fn.kernel_id)
+        result = calls()
+        after, fell_after = self.counts(fn.kernel_id)
+        fell = {r: n - fell_before.get(r, 0) for r, n in fell_after.items()
+                if n > fell_before.get(r, 0)}
+        if fell:
+            return result, "kforge kernel %s fell back (%s)" % (
+                fn.kernel_id, ", ".join(f"{r} x{n}" for r, n in sorted(fell.items())))
+        if after == before:
+            return result, f"kforge kernel {fn.kernel_id} never launched"
+        return result, None
+
+
+def check(rows, args):
     import torch
+    kforge = KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle else None
     for row in rows:
         out = make_call(torch, row)(*make_inputs(torch, row, "meta"))
         shapes = [tuple(o.shape) for o in (out if isinstance(out, (tuple, list)) else [out])]
         source = "captured inputs" if "inputs_file" in row else "random inputs"
         print(f"{row['id']}: {row['op']}.{row['overload'] or 'default'} -> {shapes} ({source})")
+        fn = kforge.call(row) if kforge else None
+        if fn is not None:
+            inputs = make_inputs(torch, row, "cpu")
+            _, why = kforge.launched(fn, lambda: fn(*inputs))
+            print(f"{row['id']}: " + (why or f"kforge kernel {fn.kernel_id} launched")
+                  + " on the CPU")
     print(f"{len(rows)} rows build and run on the meta device (torch {torch.__version__})")
 
 
@@ -356,14 +437,16 @@ def measure(rows, args):
                  "(torch.cuda.is_available() is False); --check runs without one")
     begin = time.monotonic()
     timer = Timer(torch, args.min_reps, args.max_reps, args.batch_reps)
+    kforge = KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle else None
     out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
-           "method": "CUDA events, L2 flushed before every rep, eager and compiled interleaved, "
+           "method": "CUDA events, L2 flushed before every rep, eager, compiled and (with "
+                     "--kforge-bundle) the kforge kernel interleaved, "
                      "each batch of reps queued behind a GPU spin so the events bracket only "
                      "GPU work, median",
            "sleep_cycles_per_s": timer.cycles_per_s, "rows": {}}
     for row in rows:
         out["rows"][row["id"]] = {"label": row.get("label", ""), "eager_s": 0.0,
-                                  "compiled_s": {}, "compile_wall_s": {},
+                                  "compiled_s": {}, "compile_wall_s": {}, "kforge_s": {},
                                   "inputs": "captured" if "inputs_file" in row else "random",
                                   "uncovered_batches": 0, "note": ""}
 
@@ -371,7 +454,8 @@ def measure(rows, args):
         return args.time_budget_s > 0 and time.monotonic() - begin > args.time_budget_s
 
     def add_note(rec, text):
-        rec["note"] = (rec["note"] + " " if rec["note"] else "") + text
+        if text not in rec["note"]:
+            rec["note"] = (rec["note"] + " " if rec["note"] else "") + text
 
     # Every row in the first mode before any row in the next: the budget cuts the extras.
     for mode in args.modes:
@@ -395,7 +479,22 @@ def measure(rows, args):
                 compiled(*inputs)
                 torch.cuda.synchronize()
                 rec["compile_wall_s"][mode] = round(time.monotonic() - t0, 2)
-                times, uncovered = timer.time({"eager": eager, "compiled": compiled}, inputs)
+                fns = {"eager": eager, "compiled": compiled}
+                kernel = kforge.call(row) if kforge else None
+                if kernel is not None:
+                    _, why = kforge.launched(kernel, lambda: kernel(*inputs))
+                    if why:
+                        add_note(rec, why + ": no kforge time")
+                    else:
+                        fns["kforge"] = kernel
+                if "kforge" in fns:
+                    (times, uncovered), why = kforge.launched(kernel,
+                                                              lambda: timer.time(fns, inputs))
+                    if why:
+                        add_note(rec, why + " while timed: its time is left out")
+                        times.pop("kforge")
+                else:
+                    times, uncovered = timer.time(fns, inputs)
             except Exception as e:  # a failure is a result, not the end of the run
                 add_note(rec, f"{mode} failed: {type(e).__name__}: "
                               f"{(str(e).splitlines() or [''])[0][:200]}")
@@ -405,10 +504,13 @@ def measure(rows, args):
             if not rec["eager_s"]:
                 rec["eager_s"] = times["eager"]
             rec["compiled_s"][mode] = times["compiled"]
+            if "kforge" in times:
+                rec["kforge_s"][mode] = times["kforge"]
             rec["uncovered_batches"] += uncovered
             print(f"{row['id']}: eager {times['eager'] * 1e6:.1f} us, torch.compile {mode} "
                   f"{times['compiled'] * 1e6:.1f} us (compiled in "
                   f"{rec['compile_wall_s'][mode]:.1f} s)"
+                  + (f", kforge {times['kforge'] * 1e6:.1f} us" if "kforge" in times else "")
                   + (f"; {uncovered} batches not covered by the spin" if uncovered else ""),
                   flush=True)
             torch.cuda.empty_cache()
@@ -424,7 +526,7 @@ def main(argv=None):
     rows = load_rows(args.rows_json, args.rows)
     if args.check:
         try:
-            check(rows)
+            check(rows, args)
         except (ValueError, RuntimeError, AttributeError) as e:
             sys.exit(f"--check: {e}")
     else:

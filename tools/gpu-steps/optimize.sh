@@ -16,7 +16,9 @@
 #                                            own (default: one lane per GPU, or 1 with
 #                                            KFORGE_GPU_OPTIMIZE_GPUS); a device call's time
 #                                            counts per machine, so two GPUs do twice the models
-#   KFORGE_GPU_TORCH_BUDGET_S=S              torch_compile_times.py --time-budget-s (default 300)
+#   KFORGE_GPU_TORCH_BUDGET_S=S              torch_compile_times.py --time-budget-s (default 300);
+#                                            it also times the exported kernels beside
+#                                            torch.compile (--kforge-bundle)
 # A model's fourth field names the op of the seed paper's figure for it (OP:K): a second run,
 # optimize-<name>-paper, searches the top K targets of that op alone with
 # KFORGE_GPU_PAPER_ITERATIONS (default: the same iterations; issue 6 compares them with the
@@ -67,12 +69,17 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
     --out "$run" $selection --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || job_rc=1
   cat "$run/summary.txt" 2>/dev/null || tail -5 "$run.log"
   if [[ -f $run/report.json ]]; then
-    # torch.compile of each target's op alone, on the inputs kforge validated against; the
-    # inputs (up to 100s of MB) are dropped once timed.
+    # torch.compile of each target's op alone, on the inputs kforge validated against, with
+    # the exported kernel timed beside it in the same loop; the inputs (up to 100s of MB) are
+    # dropped once timed.
+    local beside=()
+    [[ -f $run/export/manifest.json ]] &&
+      beside=(--kforge-bundle "$run/export" --kforge-lib build/lib/libkforge_runtime.so)
     if build/bin/kforge report "$run" --torch-rows "$run/torch-rows.json" \
          --torch-inputs "$run/torch-inputs"; then
       python3 tools/bench/torch_compile_times.py --rows-json "$run/torch-rows.json" \
-        --out "$run/torch-times.json" --time-budget-s "$TORCH_BUDGET_S" || job_rc=1
+        --out "$run/torch-times.json" --time-budget-s "$TORCH_BUDGET_S" "${beside[@]}" ||
+        job_rc=1
     else
       job_rc=1
     fi
