@@ -27,9 +27,11 @@ for m in "MCTS (synth proposer)" "random sampling"; do
 done
 # The same row with ten configs never swept.
 P=$DIR/partial
-mkdir -p "$P" && cp "$D/avgpool-r50.eager-us" "$P"/ && head -n -10 "$D/avgpool-r50.tsv" >"$P/avgpool-r50.tsv"
+mkdir -p "$P" && cp "$D/avgpool-r50.eager-us" "$P"/
+head -n -10 "$D/avgpool-r50.tsv" >"$P/avgpool-r50.tsv"
 out=$("$BENCH" --replay "$P" --rows avgpool-r50 --evaluations 5 2>&1)
-echo "$out" | grep -q "covers $(($(wc -l <"$D/avgpool-r50.tsv") - 11)) of the row's [0-9]* valid configs" ||
+swept=$(($(wc -l <"$D/avgpool-r50.tsv") - 11))
+echo "$out" | grep -q "covers $swept of the row's [0-9]* valid configs" ||
   fail "a partly swept row must be refused with its coverage:"$'\n'"$out"
 out=$("$BENCH" --replay "$DIR/nonexistent" --rows avgpool-r50 2>&1) &&
   fail "a missing --replay directory must fail"

@@ -415,7 +415,8 @@ class KforgeKernels:
 
 def check(rows, args):
     import torch
-    kforge = KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle else None
+    kforge = (KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle
+              else None)
     for row in rows:
         out = make_call(torch, row)(*make_inputs(torch, row, "meta"))
         shapes = [tuple(o.shape) for o in (out if isinstance(out, (tuple, list)) else [out])]
@@ -437,7 +438,8 @@ def measure(rows, args):
                  "(torch.cuda.is_available() is False); --check runs without one")
     begin = time.monotonic()
     timer = Timer(torch, args.min_reps, args.max_reps, args.batch_reps)
-    kforge = KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle else None
+    kforge = (KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle
+              else None)
     out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
            "method": "CUDA events, L2 flushed before every rep, eager, compiled and (with "
                      "--kforge-bundle) the kforge kernel interleaved, "

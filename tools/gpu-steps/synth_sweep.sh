@@ -123,9 +123,10 @@ JOBS=$((CORES / GPUS - 1)) # one core per shard for its quick-pass child
 ((JOBS >= 1)) || JOBS=1
 echo "exhaustive sweep: $GPUS shards, $JOBS compile threads each, compile budget $BUDGET s"
 # One file that a device call can bring back and a later session commit and resume from
-# (tools/bench/pack_sweep_details.sh: one file per row of its finished lines). Packed every minute while the shards run too, so a call killed at its limit still leaves the
-# latest: point KFORGE_SWEEP_TARBALL (default $OUT_DIR/synth-sweep-details.tgz) into the device
-# call's $OUT. The shards replace their details files whole, so a pack never reads half a file.
+# (tools/bench/pack_sweep_details.sh: one file per row of its finished lines). Packed every
+# minute while the shards run too, so a call killed at its limit still leaves the latest: point
+# KFORGE_SWEEP_TARBALL (default $OUT_DIR/synth-sweep-details.tgz) into the device call's $OUT.
+# The shards replace their details files whole, so a pack never reads half a file.
 TARBALL=${KFORGE_SWEEP_TARBALL:-$OUT_DIR/synth-sweep-details.tgz}
 pack_details() {  # $1: a name of its own for each packer (a killed one may leave a tar running)
   tools/bench/pack_sweep_details.sh "$DETAILS" "$TARBALL" "$OUT_DIR/pack-$1"

@@ -1500,7 +1500,7 @@ class RowKernelGenerator : public KernelGenerator {
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (sync) {
       // Partials, then one arrival counter per row block; the grid is the resident blocks,
-      // rounded down to whole rows' worth of chunks.
+      // rounded down to whole rows' worth of chunks (grid=l2: fewer, SyncL2Grid).
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
       std::string grid = absl::StrCat("num_sms * ", SyncBlocksPerSm(c), " / ", split, " * ", split);
       if (c.Get("grid") == "l2") {
