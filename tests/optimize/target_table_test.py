@@ -163,6 +163,22 @@ def main():
         expect("| 1.20x[^m1-" in line[ids[1]], "worker time: 60 / 50", line[ids[1]])
         expect("timed in one interleaved loop" in r.stdout and "two processes" in r.stdout,
                "notes say which comparison each ratio is", r.stdout)
+        # The summary counts both (1.50x and 1.20x: 2 of 2, one side by side); a target whose
+        # signature names a tensor over 64 MB is held to 70% of the floor (50% here).
+        expect("At least as fast as torch.compile (its faster mode): **2 of 2** targets "
+               "(100%; the target is 80%), 1 of them compared side by side" in r.stdout,
+               "summary of the torch.compile comparisons", r.stdout)
+        timed["targets"][0]["signature"] = "f32[1,128,512,512] f32[128]"
+        with open(os.path.join(timed_run, "report.json"), "w") as f:
+            json.dump(timed, f)
+        side["rows"][ids[1]]["compiled_s"]["default"] = 40e-6
+        with open(os.path.join(tmp, "side-times.json"), "w") as f:
+            json.dump(side, f)
+        r = run([py, table_py, timed_run, "--torch-times", "side-times.json"], tmp)
+        expect("**1 of 2** targets (50%" in r.stdout and "0.80x" in r.stdout,
+               "a target behind torch.compile is counted and listed", r.stdout)
+        expect("over 64 MB at 70% of the floor or more: **0 of 1**" in r.stdout
+               and "(134 MB): 50%" in r.stdout, "the floor target of a large tensor", r.stdout)
 
         # Missing and malformed inputs of the table tool: exit 2 naming the file.
         r = run([py, table_py, out, "--torch-times", "nope.json"], tmp, 2)

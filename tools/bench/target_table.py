@@ -13,6 +13,9 @@ For every RUN (the --out directory of `kforge optimize`) it reads:
                           given with --torch-times, else RUN/torch-times.json when present;
   RUN/check.json          the end-to-end check (tools/check-optimized --json-out): eager,
                           torch.compile, TorchScript and kforge latency, outputs, fallbacks.
+After the runs, one summary against issue 6's targets: on how many targets kforge is at least
+as fast as torch.compile's faster mode, and which targets whose largest tensor exceeds 64 MB
+reach 70% of the floor.
 What a run lacks shows as "not timed" (a run without a GPU stops before timing), "no winner"
 or "not checked", with a note saying why. A missing RUN, report.json or --torch-times file is
 an error (exit 2) naming it.
@@ -28,7 +31,13 @@ by the worker's re-confirmed time, and a note says so.
 import argparse
 import json
 import os
+import re
 import sys
+
+# Element sizes of the signature's dtype names (target_selection.cc's DtypeShort).
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i64": 8, "i32": 4, "i16": 2, "i8": 1,
+               "u8": 1, "b8": 1}
+FLOOR_TENSOR_BYTES = 64e6  # issue 6: 70% of the floor for tensors above 64 MB
 
 
 def fail(message):
@@ -104,7 +113,19 @@ def torch_compile_best(rec):
     return compiled[mode], mode
 
 
-def target_table(run, report, times, have_times, notes):
+def largest_tensor_bytes(signature):
+    """Bytes of the largest tensor a target signature names ("bf16[1,8,2048,2048] ...")."""
+    largest = 0
+    for dtype, sizes in re.findall(r"\b([a-z]+[0-9]+)\[([0-9,]*)\]", signature or ""):
+        n = DTYPE_BYTES.get(dtype, 0)
+        for d in filter(None, sizes.split(",")):
+            n *= int(d)
+        largest = max(largest, n)
+    return largest
+
+
+def target_table(run, report, times, have_times, notes, facts):
+    """The run's per-target table lines; appends each timed target's comparison to `facts`."""
     timed = report.get("status") == "complete"
     why_untimed = (f"the run's status is {report.get('status')!r} "
                    f"({report.get('message') or 'no message'}); kforge times targets only on "
@@ -158,6 +179,13 @@ def target_table(run, report, times, have_times, notes):
         pct_floor = (f"{100 * t['floor_s'] / best_s:.0f}%"
                      if best_s and t.get("floor_s") else "-")
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted((t.get("verdict_counts") or {}).items()))
+        if timed and best_s:
+            facts.append({"run": os.path.basename(os.path.normpath(run)), "target": tid[:12],
+                          "op": t.get("op", ""), "signature": t.get("signature", ""),
+                          "vs_compile": compiled_s / (beside_s or best_s) if compiled_s else None,
+                          "side_by_side": bool(beside_s and compiled_s),
+                          "pct_floor": 100 * t["floor_s"] / best_s if t.get("floor_s") else None,
+                          "bytes": largest_tensor_bytes(t.get("signature", ""))})
         if not timed or not compiled_s:
             vs_compile = "-"
         elif beside_s:
@@ -211,10 +239,37 @@ def end_to_end_table(run, notes):
     return lines
 
 
+def summary(facts):
+    """Issue 6's two per-target targets, counted over every run's timed targets."""
+    lines = ["## Against issue 6's targets", ""]
+    compared = [f for f in facts if f["vs_compile"]]
+    if not compared:
+        return lines + ["No target has both a kforge winner and a torch.compile time."]
+    wins = [f for f in compared if f["vs_compile"] >= 1.0]
+    side = sum(f["side_by_side"] for f in compared)
+    lines.append(f"At least as fast as torch.compile (its faster mode): **{len(wins)} of "
+                 f"{len(compared)}** targets ({100 * len(wins) / len(compared):.0f}%; the "
+                 f"target is 80%), {side} of them compared side by side in one loop.")
+    for f in compared:
+        if f["vs_compile"] < 1.0:
+            lines.append(f"- behind: {f['run']} `{f['target']}` {f['op']} {f['signature']}: "
+                         f"{f['vs_compile']:.2f}x")
+    big = [f for f in facts if f["bytes"] > FLOOR_TENSOR_BYTES and f["pct_floor"]]
+    if big:
+        reached = [f for f in big if f["pct_floor"] >= 70]
+        lines += ["", f"Targets with a tensor over 64 MB at 70% of the floor or more: "
+                      f"**{len(reached)} of {len(big)}**."]
+        for f in big:
+            lines.append(f"- {f['run']} `{f['target']}` {f['op']} {f['signature']} "
+                         f"({f['bytes'] / 1e6:.0f} MB): {f['pct_floor']:.0f}%")
+    return lines
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     shared_times = load_times(args.torch_times)
     out = ["# kforge optimize: per-target and end-to-end times", ""]
+    facts = []
     for k, run in enumerate(args.runs):
         if not os.path.isdir(run):
             fail(f"RUN {run} is not a directory; pass the --out directory of kforge optimize")
@@ -233,10 +288,11 @@ def main(argv=None):
                 f"{report.get('iterations_per_target')} iterations per target, "
                 f"estimated forward speedup {report.get('estimated_forward_speedup', 1):.3f}x "
                 "(from the capture's time shares).", ""]
-        out += target_table(run, report, times, have_times, notes)
+        out += target_table(run, report, times, have_times, notes, facts)
         out += [""]
         out += end_to_end_table(run, notes)
         out += ["", notes.render()]
+    out += summary(facts)
     text = "\n".join(out).rstrip() + "\n"
     if args.out:
         try:
