@@ -119,7 +119,7 @@ for ((lane = 0; lane < LANES; lane++)); do
     ((LANES > 1)) && export CUDA_VISIBLE_DEVICES=$lane
     lane_rc=0
     while IFS= read -r job; do
-      [[ -n $job ]] && { run_job "$job" || lane_rc=1; }
+      [[ -n $job ]] && { run_job "$job" </dev/null || lane_rc=1; }  # stdin: the job list
     done <<<"${lane_jobs[$lane]}"
     exit $lane_rc
   ) >"$OUT_DIR/optimize-lane-$lane.txt" 2>&1 &
