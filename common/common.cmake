@@ -5,6 +5,7 @@ add_library(kforge_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cli.cc
   ${CMAKE_CURRENT_LIST_DIR}/config.cc
   ${CMAKE_CURRENT_LIST_DIR}/digest.cc
+  ${CMAKE_CURRENT_LIST_DIR}/file_io.cc
   ${CMAKE_CURRENT_LIST_DIR}/grpc_server.cc
   ${CMAKE_CURRENT_LIST_DIR}/local_store.cc
   ${CMAKE_CURRENT_LIST_DIR}/logging.cc

@@ -41,6 +41,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/digest.h"
+#include "common/file_io.h"
 #include "common/op_cost.h"
 #include "common/status.h"
 #include "common/store.h"
@@ -775,7 +776,7 @@ absl::Status WriteDetails(const Row& row, size_t r, const std::vector<SeedRuns>&
       }
     }
   }
-  return bench::WriteFileAtomically((dir / absl::StrCat(row.anchor.id, ".tsv")).string(), text);
+  return WriteFileAtomically(dir / absl::StrCat(row.anchor.id, ".tsv"), text);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -988,7 +989,7 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (!out_path.empty()) {
-      absl::Status s = bench::WriteFileAtomically(out_path, table);
+      absl::Status s = WriteFileAtomically(out_path, table);
       if (!s.ok()) std::fprintf(stderr, "--out: %s\n", std::string(s.message()).c_str());
     }
     if (!details_dir.empty()) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/file_io.h"
 
 namespace kforge::bench {
 
@@ -98,21 +99,8 @@ absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std
 
 std::string EagerFileName(const std::string& row_id) { return row_id + ".eager-us"; }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", partial));
-  }
-  std::error_code ec;
-  std::filesystem::rename(partial, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
 absl::Status WriteEagerUs(const std::string& dir, const std::string& row_id, double eager_us) {
-  return WriteFileAtomically((std::filesystem::path(dir) / EagerFileName(row_id)).string(),
+  return WriteFileAtomically(std::filesystem::path(dir) / EagerFileName(row_id),
                              absl::StrFormat("%.3f\n", eager_us));
 }
 

@@ -57,10 +57,6 @@ bool IsFinalQuickVerdict(std::string_view verdict);
 absl::StatusOr<std::map<std::string, DetailsLine>> ReadFinishedDetails(const std::string& dir,
                                                                        const std::string& row_id);
 
-// Writes `data` to `path` whole or not at all (a temporary beside it, then a rename): readers
-// of details, tables and eager files may come while a writer is killed.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& data);
-
 // The row's eager time by the quick pass's own method (µs), kept beside its details as
 // DIR/<row>.eager-us so that a replay of the sweep (kforge-bench-search --replay) can state
 // candidates as speedups over eager, as a real search sees them.

@@ -47,6 +47,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/digest.h"
+#include "common/file_io.h"
 #include "common/op_cost.h"
 #include "common/status.h"
 #include "common/store.h"
@@ -1009,8 +1010,7 @@ absl::Status WriteDetails(const Row& row, const std::filesystem::path& dir,
         bench::WriteEagerUs(dir.string(), row.anchor.id, row.quick_eager.median_s * 1e6));
   }
   // Whole or not at all: --resume trusts these files, and a kill may come mid-write.
-  return bench::WriteFileAtomically(
-      (dir / bench::DetailsFileName(row.anchor.id, shard)).string(), text);
+  return WriteFileAtomically(dir / bench::DetailsFileName(row.anchor.id, shard), text);
 }
 
 std::string ExeDir() {

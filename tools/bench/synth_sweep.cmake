@@ -24,7 +24,7 @@ add_dependencies(kforge-synth-sweep kforge-synth-sweep-quick kforge-evaluator kf
 add_library(kforge_bench_sweep STATIC
   ${CMAKE_SOURCE_DIR}/tools/bench/kernel_batch.cc ${CMAKE_SOURCE_DIR}/tools/bench/sweep_details.cc)
 target_link_libraries(kforge_bench_sweep PUBLIC
-  absl::status absl::statusor absl::strings nlohmann_json::nlohmann_json)
+  kforge_common absl::status absl::statusor absl::strings nlohmann_json::nlohmann_json)
 target_link_libraries(kforge-synth-sweep PRIVATE kforge_bench_sweep)
 
 # The quick pass's accuracy check (LibTorch; tests/bench/quick_accuracy_test.cc).

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/file_io.h"
 #include "kforge/v1/common.pb.h"
 #include "kforge/v1/search.pb.h"
 
@@ -70,9 +71,6 @@ class RunDirectory {
   std::filesystem::path root_;
 };
 
-// Writes `data` to `path` through a temporary file in the same directory and a rename.
-absl::Status WriteFileAtomically(const std::filesystem::path& path, const std::string& data);
-absl::StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path);
 // sha256 of a file's contents, streamed.
 absl::StatusOr<std::string> Sha256OfFile(const std::filesystem::path& path);
 

@@ -1051,9 +1051,9 @@ class RowKernelGenerator : public KernelGenerator {
       return "a sync split holds two chunks per block (one read, one written): shared memory or "
              "L2, not registers";
     }
-    if (Sync(c) && split > gpu_.sm_count * SyncBlocksPerSm(c)) {
+    if (Sync(c) && split > gpu_.sm_count * ResidentBlocksPerSm(c)) {
       return absl::StrCat("a row's ", split, " blocks cannot all be resident: the GPU holds ",
-                          gpu_.sm_count * SyncBlocksPerSm(c), " blocks of ", block,
+                          gpu_.sm_count * ResidentBlocksPerSm(c), " blocks of ", block,
                           " threads at once");
     }
     if (cluster && block * split > 8192) {
@@ -1077,7 +1077,7 @@ class RowKernelGenerator : public KernelGenerator {
     if (cache == "smem" && Sync(c)) {
       if (SharedBytes(c) - StaticSharedBytes(c) > SyncSharedLimit(c)) {
         return absl::StrCat("rows of ", chunk, " columns need ", SharedBytes(c),
-                            " bytes of shared memory; each of the ", SyncBlocksPerSm(c),
+                            " bytes of shared memory; each of the ", ResidentBlocksPerSm(c),
                             " blocks per SM of a cooperative launch has ",
                             SyncSharedLimit(c) + StaticSharedBytes(c));
       }
@@ -1136,8 +1136,9 @@ class RowKernelGenerator : public KernelGenerator {
     const int64_t smem = SharedBytes(c);
     const int per_sm = std::max(1, BlocksPerSm(gpu_, block, smem, regs.allocated));
     const bool stride = c.Get("grid") == "stride";
-    const double grid_x =
-        stride ? std::min(row_blocks, double(gpu_.sm_count) * StrideBlocksPerSm(c)) : row_blocks;
+    const double grid_x = stride ? std::min(row_blocks, double(gpu_.sm_count) *
+                                                            ResidentBlocksPerSm(c))
+                                 : row_blocks;
     const double iterations = std::ceil(row_blocks / grid_x);
 
     // Elements one thread handles per pass; idle lanes carry nothing in flight. An explicit
@@ -1465,7 +1466,7 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_SPLIT ", split, "\n#define KF_CLUSTER ", cluster ? 1 : 0,
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0,
-                    "\n#define KF_MIN_BLOCKS ", sync ? SyncBlocksPerSm(c) : 1,
+                    "\n#define KF_MIN_BLOCKS ", sync ? ResidentBlocksPerSm(c) : 1,
                     "\n#define KF_SPLIT_MIN_BLOCKS ", scratch ? SplitBlocksPerSm(c) : 1, "\n");
     src += GeometryCode(p_);
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
@@ -1487,7 +1488,7 @@ class RowKernelGenerator : public KernelGenerator {
     std::string grid_x = "ROW_BLOCKS";
     if (c.Get("grid") == "stride") {
       plan.let.push_back(
-          {"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", StrideBlocksPerSm(c), ")")});
+          {"GRID_X", absl::StrCat("min(ROW_BLOCKS, num_sms * ", ResidentBlocksPerSm(c), ")")});
       grid_x = "GRID_X";
     }
     std::string shared = "0";
@@ -1502,7 +1503,8 @@ class RowKernelGenerator : public KernelGenerator {
       // Partials, then one arrival counter per row block; the grid is the resident blocks,
       // rounded down to whole rows' worth of chunks (grid=l2: fewer, SyncL2Grid).
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      std::string grid = absl::StrCat("num_sms * ", SyncBlocksPerSm(c), " / ", split, " * ", split);
+      std::string grid =
+          absl::StrCat("num_sms * ", ResidentBlocksPerSm(c), " / ", split, " * ", split);
       if (c.Get("grid") == "l2") {
         grid = absl::StrCat("min(", grid, ", max(", split, ", ",
                             static_cast<int64_t>(kSyncSweepL2Share * gpu_.l2_bytes), " / (", rpb,
@@ -1564,13 +1566,6 @@ class RowKernelGenerator : public KernelGenerator {
     return regs;
   }
 
-  // Blocks per SM a stride grid is sized for: occupancy without the row cache, whose size
-  // depends on the shape (the plan must not). The prior sizes its grid the same way.
-  int StrideBlocksPerSm(const Config& c) const {
-    const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
-    return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
-  }
-
   // What the prior assumes a kernel gets: the registers it wants (a register cache costs
   // about two per entry: ptxas on the H200 gave group norm's 64-entry caches 202-255) within
   // what its __launch_bounds__ minimum of blocks per SM leaves; above that it spills, at a
@@ -1584,7 +1579,7 @@ class RowKernelGenerator : public KernelGenerator {
     int wanted = Registers(c);
     if (!per_row_ && c.Get("cache") == "regs") wanted += c.GetInt("reg_cache");
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
-    const int min_blocks = Sync(c)                             ? SyncBlocksPerSm(c)
+    const int min_blocks = Sync(c)                             ? ResidentBlocksPerSm(c)
                            : c.GetInt("split") > 1 && c.Get("split_mode") != "cluster"
                                ? SplitBlocksPerSm(c)
                                : 1;
@@ -1608,11 +1603,13 @@ class RowKernelGenerator : public KernelGenerator {
                       gpu_.max_threads_per_sm / block);
   }
 
-  // Blocks per SM a sync split is compiled for (its __launch_bounds__ minimum, so the
-  // registers cannot make it fewer) and launched with: what threads and the register estimate
-  // allow. (Capping registers at 64 to fit 1024 threads per SM made the H200's best group norm
-  // sync split 1.45x slower, 2026-12-01.)
-  int SyncBlocksPerSm(const Config& c) const {
+  // Resident blocks per SM by threads, the reduction scratchpads and the register estimate,
+  // without a row cache in shared memory, whose size depends on the shape (plans must not).
+  // A stride grid is sized for it, by the plan and by the prior alike. A sync split is
+  // compiled for it (its __launch_bounds__ minimum, so the registers cannot make it fewer)
+  // and launched with it. (Capping registers at 64 to fit 1024 threads per SM made the
+  // H200's best group norm sync split 1.45x slower, 2026-12-01.)
+  int ResidentBlocksPerSm(const Config& c) const {
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
   }
@@ -1631,7 +1628,7 @@ class RowKernelGenerator : public KernelGenerator {
   }
   int64_t SyncResidentGrid(const Config& c) const {
     const int split = c.GetInt("split");
-    return int64_t{gpu_.sm_count} * SyncBlocksPerSm(c) / split * split;
+    return int64_t{gpu_.sm_count} * ResidentBlocksPerSm(c) / split * split;
   }
   int64_t SyncL2Grid(const Config& c) const {
     const int split = c.GetInt("split");
@@ -1646,7 +1643,7 @@ class RowKernelGenerator : public KernelGenerator {
 
   // Dynamic shared memory each block of a sync split may use: its share of the SM.
   int64_t SyncSharedLimit(const Config& c) const {
-    const int64_t share = gpu_.shared_bytes_per_sm / SyncBlocksPerSm(c) - 1024;
+    const int64_t share = gpu_.shared_bytes_per_sm / ResidentBlocksPerSm(c) - 1024;
     return std::min(share, gpu_.shared_bytes_per_block_optin) - StaticSharedBytes(c);
   }
 
