@@ -772,59 +772,6 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   }
 }
 
-// grid=l2 of a sync split: on a 128 MB group norm the resident grid's sweep outgrows L2, so
-// the l2 grid launches fewer blocks (whole rows' worth, a multiple of the split) whose sweep
-// fits a quarter of L2, and the prior counts the output pass's re-read as L2 traffic. Where it
-// would change nothing (a small tensor, a chunk held in shared memory, no split) it is the
-// resident grid's config.
-TEST(NormPriorTest, SyncSplitL2GridKeepsASweepInL2) {
-  const std::vector<int64_t> x = {1, 256, 512, 512};  // 32 rows of 2M bf16
-  const v1::Target target = Resized("group_norm_affine", v1::BFLOAT16, x);
-  auto g = Bind(target);
-  ASSERT_NE(g, nullptr);
-  auto parse = [&](const std::string& grid, const std::string& cache, const std::string& mode) {
-    return g->Canonicalize(*g->Space().Parse(absl::StrCat(
-        "row_threads=128;rows_per_block=1;vec=8;algo=welford;cache=", cache,
-        ";reg_cache=8;split=64;split_mode=", mode, ";unroll=1;grid=", grid)));
-  };
-  const Config l2 = parse("l2", "none", "sync");
-  const Config resident = parse("oneshot", "none", "sync");
-  ASSERT_EQ(l2.Get("grid"), "l2");
-  ASSERT_EQ(g->Check(l2), "");
-  EXPECT_EQ(parse("l2", "smem", "sync").Get("grid"), "oneshot");
-  EXPECT_EQ(parse("l2", "none", "scratch").Get("grid"), "oneshot");
-  auto small = Bind(Resized("group_norm_affine", v1::BFLOAT16, {1, 256, 32, 32}));
-  EXPECT_EQ(small->Canonicalize(*small->Space().Parse(
-                                    "row_threads=128;rows_per_block=1;vec=8;algo=welford;"
-                                    "cache=none;reg_cache=8;split=8;split_mode=sync;unroll=1;"
-                                    "grid=l2"))
-                .Get("grid"),
-            "oneshot");
-
-  std::vector<v1::TensorSignature> ins(target.inputs().begin(), target.inputs().end());
-  std::vector<v1::TensorSignature> outs(target.outputs().begin(), target.outputs().end());
-  auto sync_grid = [&](const Config& c) -> int64_t {
-    auto kernel = g->Generate(c);
-    EXPECT_TRUE(kernel.ok()) << kernel.status();
-    auto plan = LaunchPlan::Parse(kernel->launch_plan_json);
-    EXPECT_TRUE(plan.ok()) << plan.status();
-    auto resolved = plan->Resolve(BindSymbols(ins, outs, testing::IntArgs(target), 132));
-    EXPECT_TRUE(resolved.ok()) << resolved.status() << "\n" << kernel->launch_plan_json;
-    for (const ResolvedLaunch& launch : resolved->launches) {
-      if (launch.cooperative) return launch.grid.x;
-    }
-    ADD_FAILURE() << "no cooperative launch";
-    return 0;
-  };
-  const int64_t item_bytes = 2 * 1024 * 1024 / 64 * 2;  // one row's chunk of 64
-  const int64_t fewer = sync_grid(l2), all = sync_grid(resident);
-  EXPECT_LT(fewer, all);
-  EXPECT_EQ(fewer % 64, 0);
-  EXPECT_GE(fewer, 64);
-  EXPECT_LE(fewer * item_bytes, GpuModel{}.l2_bytes / 4);
-  EXPECT_GT(all * item_bytes, GpuModel{}.l2_bytes / 4);
-}
-
 // The norms' generated code: per-vector Welford with an approximate division, vector loads
 // of per-column weights, and group norm's channel by multiply-shift once per vector.
 TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {

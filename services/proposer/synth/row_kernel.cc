@@ -966,12 +966,11 @@ class RowKernelGenerator : public KernelGenerator {
     if (UsesExp(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
     }
-    // l2 is for sync splits alone: with every resident block in a sweep, the sweep's chunks
-    // outgrow L2 on tensors of 64 MB and more, and the output pass reads them from DRAM again
-    // (the best H200 group norms sat at ~75% of the copy bandwidth on three passes' bytes).
-    params.push_back({"grid", {"oneshot", "stride", "l2"},
-                      "one block per row group, about num_sms * occupancy blocks looping, or "
-                      "(sync splits) as many resident blocks as keep a sweep's chunks in L2"});
+    // A sync split's grid is always the resident blocks. Fewer blocks, so that a sweep's
+    // chunks stay in L2 for the output pass, measured 20-28% slower on every H200 group norm
+    // row (docs/benchmarks/2026-12-01-h200-exhaustive-sweep-table.md).
+    params.push_back({"grid", {"oneshot", "stride"},
+                      "one block per row group, or about num_sms * occupancy blocks looping"});
     space_ = ParamSpace(std::move(params));
   }
 
@@ -989,16 +988,8 @@ class RowKernelGenerator : public KernelGenerator {
     if (one_pass_split && HasAlgoChoice(p_.op)) {
       c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
     }
-    // A sync split's grid is the resident blocks, or fewer where that keeps a sweep's chunks in
-    // L2 for the output pass (grid=l2; nothing to keep when the chunk is held in shared memory
-    // or there is no output pass); other launches have no l2 grid.
-    if (Sync(c)) {
-      const bool fewer = c.Get("grid") == "l2" && !per_row_ && c.Get("cache") == "none" &&
-                         SyncL2Grid(c) < std::min(SyncItems(c), SyncResidentGrid(c));
-      c.Set("grid", fewer ? "l2" : "oneshot");
-    } else if (c.Get("grid") == "l2") {
-      c.Set("grid", "oneshot");
-    }
+    // A sync split's grid is always the resident blocks.
+    if (Sync(c)) c.Set("grid", "oneshot");
     // The register cache loop is fully unrolled already.
     if (!per_row_ && c.Get("cache") == "regs") c.Set("unroll", "1");
     return c;
@@ -1501,17 +1492,10 @@ class RowKernelGenerator : public KernelGenerator {
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (sync) {
       // Partials, then one arrival counter per row block; the grid is the resident blocks,
-      // rounded down to whole rows' worth of chunks (grid=l2: fewer, SyncL2Grid).
+      // rounded down to whole rows' worth of chunks (SyncGrid).
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      std::string grid =
-          absl::StrCat("num_sms * ", ResidentBlocksPerSm(c), " / ", split, " * ", split);
-      if (c.Get("grid") == "l2") {
-        grid = absl::StrCat("min(", grid, ", max(", split, ", ",
-                            static_cast<int64_t>(kSyncSweepL2Share * gpu_.l2_bytes), " / (", rpb,
-                            " * CHUNK * ", ElementSize(p_.in_dtype), ") / ", split, " * ", split,
-                            "))");
-      }
-      plan.let.push_back({"GRID", absl::StrCat("min(ITEMS, ", grid, ")")});
+      plan.let.push_back({"GRID", absl::StrCat("min(ITEMS, num_sms * ", ResidentBlocksPerSm(c),
+                                               " / ", split, " * ", split, ")")});
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
                                         " + ROW_BLOCKS * 4");
       plan.launches.push_back({"kf_rows_clear",
@@ -1614,10 +1598,10 @@ class RowKernelGenerator : public KernelGenerator {
     return std::max(1, BlocksPerSm(gpu_, block, StaticSharedBytes(c), Registers(c)));
   }
 
-  // A sync split's items (row block, chunk), the bytes of one, and its grids: every resident
-  // block (whole rows' worth of chunks), or with grid=l2 as many as keep a sweep's chunks
-  // within kSyncSweepL2Share of L2 (two sweeps' reads and the writes share it), at least one
-  // row's chunks. The plan computes the same from the tensor's sizes.
+  // A sync split's items (row block, chunk), the bytes of one, and its grid: every resident
+  // block, rounded down to whole rows' worth of chunks. The plan computes the same from the
+  // tensor's sizes. A sweep's chunks are re-read from L2 while they fit in this share of it
+  // (two sweeps' reads and the writes share it).
   static constexpr double kSyncSweepL2Share = 0.25;
   int64_t SyncItems(const Config& c) const {
     const int64_t rpb = c.GetInt("rows_per_block");
@@ -1626,19 +1610,9 @@ class RowKernelGenerator : public KernelGenerator {
   int64_t SyncItemBytes(const Config& c) const {
     return c.GetInt("rows_per_block") * Chunk(c) * ElementSize(p_.in_dtype);
   }
-  int64_t SyncResidentGrid(const Config& c) const {
-    const int split = c.GetInt("split");
-    return int64_t{gpu_.sm_count} * ResidentBlocksPerSm(c) / split * split;
-  }
-  int64_t SyncL2Grid(const Config& c) const {
-    const int split = c.GetInt("split");
-    const int64_t fit = static_cast<int64_t>(kSyncSweepL2Share * gpu_.l2_bytes) /
-                        std::max<int64_t>(1, SyncItemBytes(c)) / split * split;
-    return std::min(SyncResidentGrid(c), std::max<int64_t>(split, fit));
-  }
   int64_t SyncGrid(const Config& c) const {
-    return std::min(SyncItems(c),
-                    c.Get("grid") == "l2" ? SyncL2Grid(c) : SyncResidentGrid(c));
+    const int split = c.GetInt("split");
+    return std::min(SyncItems(c), int64_t{gpu_.sm_count} * ResidentBlocksPerSm(c) / split * split);
   }
 
   // Dynamic shared memory each block of a sync split may use: its share of the SM.
