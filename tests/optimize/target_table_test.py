@@ -179,6 +179,20 @@ def main():
                "a target behind torch.compile is counted and listed", r.stdout)
         expect("over 64 MB at 70% of the floor or more: **0 of 1**" in r.stdout
                and "(134 MB): 50%" in r.stdout, "the floor target of a large tensor", r.stdout)
+        # A winner that kforge export left out (slower than eager here): the model runs
+        # PyTorch's op there, so the table says so and the summary does not count it.
+        os.makedirs(os.path.join(timed_run, "export"))
+        with open(os.path.join(timed_run, "export", "manifest.json"), "w") as f:
+            json.dump({"kernels": [{"id": "k0", "target_id": ids[0]}]}, f)
+        timed["targets"][1]["best_s"] = 125e-6
+        with open(os.path.join(timed_run, "report.json"), "w") as f:
+            json.dump(timed, f)
+        r = run([py, table_py, timed_run, "--torch-times", "side-times.json"], tmp)
+        line = [ln for ln in r.stdout.splitlines() if f"`{ids[1][:12]}`" in ln][0]
+        expect("| not exported[^m1-" in line and "not faster than eager (0.80x)" in r.stdout,
+               "a target left out of the bundle says so", line + "\n" + r.stdout)
+        expect("**1 of 1** targets (100%" in r.stdout and "left to PyTorch (no kernel exported): "
+               f"timed-run `{ids[1][:12]}`" in r.stdout, "the summary leaves it out", r.stdout)
 
         # Missing and malformed inputs of the table tool: exit 2 naming the file.
         r = run([py, table_py, out, "--torch-times", "nope.json"], tmp, 2)

@@ -12,10 +12,13 @@ For every RUN (the --out directory of `kforge optimize`) it reads:
                           `kforge report RUN --torch-rows`), joined by target id: the files
                           given with --torch-times, else RUN/torch-times.json when present;
   RUN/check.json          the end-to-end check (tools/check-optimized --json-out): eager,
-                          torch.compile, TorchScript and kforge latency, outputs, fallbacks.
-After the runs, one summary against issue 6's targets: on how many targets kforge is at least
-as fast as torch.compile's faster mode, and which targets whose largest tensor exceeds 64 MB
-reach 70% of the floor.
+                          torch.compile, TorchScript and kforge latency, outputs, fallbacks;
+  RUN/export/manifest.json  which targets the optimized model runs a kernel for: a winner that
+                          `kforge export` left out (not faster than eager, not re-confirmed)
+                          leaves the model on PyTorch's op there, and the table says so.
+After the runs, one summary against issue 6's targets: on how many of the targets kforge
+optimizes (exports a kernel for) it is at least as fast as torch.compile's faster mode, and
+which targets whose largest tensor exceeds 64 MB reach 70% of the floor.
 What a run lacks shows as "not timed" (a run without a GPU stops before timing), "no winner"
 or "not checked", with a note saying why. A missing RUN, report.json or --torch-times file is
 an error (exit 2) naming it.
@@ -124,9 +127,29 @@ def largest_tensor_bytes(signature):
     return largest
 
 
+def exported_targets(run):
+    """Target ids the run's bundle has a kernel for; None when the run has no bundle."""
+    path = os.path.join(run, "export", "manifest.json")
+    if not os.path.isfile(path):
+        return None
+    manifest = read_json(path, "bundle manifest", "re-export it with kforge export RUN")
+    return {k.get("target_id") for k in manifest.get("kernels") or []}
+
+
+def not_exported_reason(t):
+    eager_s, best_s = t.get("eager_s"), t.get("best_s")
+    if eager_s and best_s and best_s >= eager_s:
+        return (f"not exported: the winner is not faster than eager ({eager_s / best_s:.2f}x), "
+                "so the optimized model runs PyTorch's op here")
+    return ("not exported: RUN/export/manifest.json has no kernel for this target (kforge "
+            "export's summary at the end of the run's log says why); the optimized model runs "
+            "PyTorch's op here")
+
+
 def target_table(run, report, times, have_times, notes, facts):
     """The run's per-target table lines; appends each timed target's comparison to `facts`."""
     timed = report.get("status") == "complete"
+    exported = exported_targets(run)
     why_untimed = (f"the run's status is {report.get('status')!r} "
                    f"({report.get('message') or 'no message'}); kforge times targets only on "
                    "a CUDA GPU")
@@ -172,6 +195,9 @@ def target_table(run, report, times, have_times, notes, facts):
                                ("-", rec.get("note") or "the torch script did not time kforge's "
                                 "kernel (torch_compile_times.py --kforge-bundle RUN/export)"),
                                notes)
+        shipped = exported is None or tid in exported
+        if timed and t.get("best_s") and not shipped:
+            beside_cell = f"not exported{notes.mark(not_exported_reason(t))}"
         floor_cell = cell(floor, ("-", f"no floor: captured on {report.get('capture_device')}; "
                                        "a floor needs the GPU's measured bandwidth or peak and "
                                        "an op whose bytes or FLOPs are known"), notes)
@@ -183,6 +209,7 @@ def target_table(run, report, times, have_times, notes, facts):
             facts.append({"run": os.path.basename(os.path.normpath(run)), "target": tid[:12],
                           "op": t.get("op", ""), "signature": t.get("signature", ""),
                           "vs_compile": compiled_s / (beside_s or best_s) if compiled_s else None,
+                          "exported": shipped,
                           "side_by_side": bool(beside_s and compiled_s),
                           "pct_floor": 100 * t["floor_s"] / best_s if t.get("floor_s") else None,
                           "bytes": largest_tensor_bytes(t.get("signature", ""))})
@@ -240,21 +267,28 @@ def end_to_end_table(run, notes):
 
 
 def summary(facts):
-    """Issue 6's two per-target targets, counted over every run's timed targets."""
+    """Issue 6's two per-target targets, counted over every run's timed targets that the
+    optimized model runs a kernel for."""
     lines = ["## Against issue 6's targets", ""]
-    compared = [f for f in facts if f["vs_compile"]]
-    if not compared:
-        return lines + ["No target has both a kforge winner and a torch.compile time."]
-    wins = [f for f in compared if f["vs_compile"] >= 1.0]
-    side = sum(f["side_by_side"] for f in compared)
-    lines.append(f"At least as fast as torch.compile (its faster mode): **{len(wins)} of "
-                 f"{len(compared)}** targets ({100 * len(wins) / len(compared):.0f}%; the "
-                 f"target is 80%), {side} of them compared side by side in one loop.")
-    for f in compared:
-        if f["vs_compile"] < 1.0:
-            lines.append(f"- behind: {f['run']} `{f['target']}` {f['op']} {f['signature']}: "
-                         f"{f['vs_compile']:.2f}x")
-    big = [f for f in facts if f["bytes"] > FLOOR_TENSOR_BYTES and f["pct_floor"]]
+    compared = [f for f in facts if f["vs_compile"] and f["exported"]]
+    if compared:
+        wins = [f for f in compared if f["vs_compile"] >= 1.0]
+        side = sum(f["side_by_side"] for f in compared)
+        lines.append(f"At least as fast as torch.compile (its faster mode): **{len(wins)} of "
+                     f"{len(compared)}** targets ({100 * len(wins) / len(compared):.0f}%; the "
+                     f"target is 80%), {side} of them compared side by side in one loop.")
+        for f in compared:
+            if f["vs_compile"] < 1.0:
+                lines.append(f"- behind: {f['run']} `{f['target']}` {f['op']} "
+                             f"{f['signature']}: {f['vs_compile']:.2f}x")
+    else:
+        lines.append("No exported target has both a kforge winner and a torch.compile time.")
+    for f in facts:
+        if not f["exported"]:
+            lines.append(f"- not counted, left to PyTorch (no kernel exported): {f['run']} "
+                         f"`{f['target']}` {f['op']} {f['signature']}")
+    big = [f for f in facts
+           if f["bytes"] > FLOOR_TENSOR_BYTES and f["pct_floor"] and f["exported"]]
     if big:
         reached = [f for f in big if f["pct_floor"] >= 70]
         lines += ["", f"Targets with a tensor over 64 MB at 70% of the floor or more: "

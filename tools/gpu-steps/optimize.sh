@@ -6,8 +6,12 @@
 # aten op on its captured inputs (`kforge report --torch-rows` -> tools/bench/
 # torch_compile_times.py) and the benchmark tables (tools/bench/target_table.py). Each model's
 # summary, check table (check.txt, check.json), torch-times.json and table.md are kept under
-# OUT_DIR/optimize-<name>/; every model's tables together in OUT_DIR/optimize-tables.md, and
-# every run's small files (reports, tables, logs) in OUT_DIR/optimize-results.tgz.
+# WORK/optimize-<name>/; every model's tables together in OUT_DIR/optimize-tables.md, and
+# every run's small files (reports, tables, logs) in OUT_DIR/optimize-results.tgz, both
+# rewritten after every run, so a call cut short by its time limit still brings back what ran.
+#   KFORGE_GPU_WORK_DIR=DIR                  where the exported models and run directories go
+#                                            (default OUT_DIR; thousands of files, so on the
+#                                            device a folder outside $OUT, which returns 8 files)
 #   KFORGE_GPU_MODELS="resnet50_b32 qwen3"   which models (default: all below)
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
@@ -24,15 +28,16 @@
 # KFORGE_GPU_PAPER_ITERATIONS (default: the same iterations; issue 6 compares them with the
 # paper's speedups at 50 iterations or fewer); KFORGE_GPU_PAPER=0 leaves these runs out.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT_DIR=${1:-out/gpu-check}
-M=$OUT_DIR/optimize-models
+cd "$(dirname "$0")/../.." || exit 1
+OUT_DIR=$(realpath -m "${1:-out/gpu-check}")
+WORK=$(realpath -m "${KFORGE_GPU_WORK_DIR:-$OUT_DIR}")
+M=$WORK/optimize-models
 ITERATIONS=${KFORGE_GPU_OPTIMIZE_ITERATIONS:-30}
 TOP=${KFORGE_GPU_OPTIMIZE_TOP:-3}
 GPUS=()
 [[ -n ${KFORGE_GPU_OPTIMIZE_GPUS:-} ]] && GPUS=(--gpus "$KFORGE_GPU_OPTIMIZE_GPUS")
 TORCH_BUDGET_S=${KFORGE_GPU_TORCH_BUDGET_S:-300}
-mkdir -p "$M"
+mkdir -p "$M" "$OUT_DIR"
 runs=()
 # name | factory | export/factory keyword arguments | seed paper's op:K
 MODELS=(
@@ -58,7 +63,7 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
   model=${name%-paper}
   local kw=()
   for pair in $kwargs; do kw+=(--kw "$pair"); done
-  run=$OUT_DIR/optimize-$name
+  run=$WORK/optimize-$name
   echo "== $name: export, optimize ($selection), check, tables"
   rm -f "$run"/{torch-rows,torch-times,check}.json  # never join a previous round's files
   if [[ ! -f $M/$model/model.pt ]]; then
@@ -97,7 +102,32 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
     python3 tools/bench/target_table.py "$run" --out "$run/table.md" && cat "$run/table.md" ||
       job_rc=1
   fi
+  collect_results || job_rc=1
   return $job_rc
+}
+
+# OUT_DIR/optimize-tables.md and optimize-results.tgz over every run so far; lanes take turns.
+collect_results() {
+  local job run runs=()
+  for job in "${jobs[@]}"; do
+    run=$WORK/optimize-${job%%|*}
+    [[ -f $run/report.json ]] && runs+=("$run")
+  done
+  ((${#runs[@]})) || return 0
+  (
+    flock 9
+    python3 tools/bench/target_table.py "${runs[@]}" --out "$OUT_DIR/optimize-tables.md" \
+      >/dev/null || exit 1
+    # Every run's reports, tables, logs and winners' params in one file: the device tool
+    # returns a limited number of files, and the run directories hold thousands. The lane
+    # logs still grow (tar's status 1: a file changed while read).
+    local lanes=("$OUT_DIR"/optimize-lane-*.txt) tar_rc=0
+    (cd "$WORK" && find "${runs[@]##*/}" -maxdepth 1 -type f \( -name '*.json' -o -name '*.txt' \
+      -o -name '*.md' \) -print0 | tar czf "$OUT_DIR/optimize-results.tgz.part" \
+      --warning=no-file-changed --null -T - optimize-*.log -C "$OUT_DIR" "${lanes[@]##*/}") ||
+      tar_rc=$?
+    ((tar_rc <= 1)) && mv "$OUT_DIR/optimize-results.tgz.part" "$OUT_DIR/optimize-results.tgz"
+  ) 9>"$OUT_DIR/.optimize-results.lock"
 }
 
 # Lanes: a model's runs stay in one lane (they share its exported model.pt), lanes take models
@@ -127,17 +157,7 @@ for ((lane = 0; lane < LANES; lane++)); do
 done
 for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
 cat "$OUT_DIR"/optimize-lane-*.txt 2>/dev/null
-runs=()
-for job in "${jobs[@]}"; do
-  run=$OUT_DIR/optimize-${job%%|*}
-  [[ -f $run/report.json ]] && runs+=("$run")
-done
-if ((${#runs[@]})); then
-  python3 tools/bench/target_table.py "${runs[@]}" --out "$OUT_DIR/optimize-tables.md" || rc=1
-  # Every run's reports, tables, logs and winners' params in one file: the device tool
-  # returns a limited number of files, and the run directories hold thousands.
-  (cd "$OUT_DIR" && find "${runs[@]##*/}" -maxdepth 1 -type f \( -name '*.json' -o -name '*.txt' \
-    -o -name '*.md' \) -print0 | tar czf optimize-results.tgz --null -T - optimize-*.log \
-    optimize-lane-*.txt)
-fi
+collect_results || rc=1
+[[ -f $OUT_DIR/optimize-tables.md ]] && cat "$OUT_DIR/optimize-tables.md"
+rm -f "$OUT_DIR/.optimize-results.lock"
 exit $rc
