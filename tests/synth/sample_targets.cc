@@ -55,6 +55,11 @@ class TargetBuilder {
   v1::SubgraphNode* node_;
 };
 
+// torch's ScalarType value of a float dtype, as capture records a dtype argument.
+int64_t TorchDType(v1::DType dtype) {
+  return dtype == v1::FLOAT16 ? 5 : dtype == v1::BFLOAT16 ? 15 : 6;
+}
+
 }  // namespace
 
 v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype) {
@@ -254,6 +259,17 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::sigmoid", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
     add("tanh", "elementwise",
         TargetBuilder("aten::tanh", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+  }
+  {
+    // x.to(other float type): Qwen3's float32 attention probabilities into bfloat16.
+    S x = pick({1, 8, 2048, 2048}, {2, 3, 7, 9});
+    for (v1::DType to : FloatDTypes()) {
+      if (to == t) continue;
+      add("to_" + DTypeName(to), "elementwise",
+          TargetBuilder("aten::to", "dtype").Tensor("self", Dense(x, t))
+              .Scalar("dtype", Int(TorchDType(to))).Scalar("non_blocking", Bool(false))
+              .Scalar("copy", Bool(false)).Scalar("memory_format", None()).Output(Dense(x, to)));
+    }
   }
   {
     S x = pick({16, 197, 3072}, {2, 3, 1001});

@@ -1,14 +1,16 @@
 // Integration test: for every family and dtype, at least 20 sampled configurations (spread
-// over the family's sample ops) compile for sm_90 through the worker's Compiler (real NVRTC
-// in the real kforge-nvrtc child; no GPU needed), and their launch plans name only entry
-// points the cubin defines.
+// over the family's sample ops; 20 for each dtype conversion) compile for sm_90 through the
+// worker's Compiler (real NVRTC in the real kforge-nvrtc child; no GPU needed), and their
+// launch plans name only entry points the cubin defines.
 #include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/digest.h"
 #include "common/launch_plan.h"
 #include "gmock/gmock.h"
@@ -82,22 +84,31 @@ class SynthCompileTest
 
 Compiler* SynthCompileTest::compiler_ = nullptr;
 
+// The parameter names a family, or "family/prefix": that family's samples named prefix*, each
+// with kConfigsPerFamilyAndDtype configs of its own (a dtype conversion per pair of types).
 TEST_P(SynthCompileTest, SampledConfigsCompileForSm90) {
   ASSERT_NE(compiler_, nullptr);
-  const auto& [family, dtype] = GetParam();
+  const auto& [selector, dtype] = GetParam();
+  const size_t slash = selector.find('/');
+  const std::string family = selector.substr(0, slash);
+  const std::string prefix = slash == std::string::npos ? "" : selector.substr(slash + 1);
   std::vector<testing::SampleTarget> samples;
   for (auto& s : testing::SampleTargets(dtype)) {
-    if (s.family == family) samples.push_back(std::move(s));
+    if (s.family == family && absl::StartsWith(s.name, prefix)) samples.push_back(std::move(s));
   }
   ASSERT_FALSE(samples.empty());
   // Spread the configs over the family's op forms, at least 3 each.
-  const int per_target = std::max<int>(
-      3, (kConfigsPerFamilyAndDtype + samples.size() - 1) / samples.size());
+  const int per_target =
+      !prefix.empty() ? kConfigsPerFamilyAndDtype
+                      : std::max<int>(3, (kConfigsPerFamilyAndDtype + samples.size() - 1) /
+                                             samples.size());
   std::vector<Job> jobs;
   for (size_t i = 0; i < samples.size(); ++i) {
     auto generator = testing::BindForTest(samples[i].target);
     ASSERT_NE(generator, nullptr);
-    for (const Config& config : testing::ValidSample(*generator, per_target, 1000 + i)) {
+    const std::vector<Config> configs = testing::ValidSample(*generator, per_target, 1000 + i);
+    if (!prefix.empty()) ASSERT_EQ(static_cast<int>(configs.size()), per_target) << samples[i].name;
+    for (const Config& config : configs) {
       auto kernel = generator->Generate(config);
       ASSERT_TRUE(kernel.ok()) << kernel.status();
       Job job;
@@ -203,13 +214,16 @@ TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
-  return absl::StrCat(std::get<0>(info.param), "_", v1::DType_Name(std::get<1>(info.param)));
+  // "elementwise/to_" -> "elementwise_to"
+  std::string selector = absl::StrReplaceAll(std::get<0>(info.param), {{"/", "_"}});
+  if (absl::EndsWith(selector, "_")) selector.pop_back();
+  return absl::StrCat(selector, "_", v1::DType_Name(std::get<1>(info.param)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, SynthCompileTest,
     ::testing::Combine(::testing::Values("rowwise", "group_norm", "batch_norm", "pooling",
-                                         "reduction", "elementwise"),
+                                         "reduction", "elementwise", "elementwise/to_"),
                        ::testing::Values(v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16)),
     Name);
 

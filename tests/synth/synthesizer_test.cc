@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/launch_plan.h"
+#include "common/tensor_signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/proposer/synth/family_registry.h"
@@ -178,6 +179,114 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
     v1::Target t = Sample(samples, "relu").target;
     *t.add_nodes() = t.nodes(0);
     EXPECT_THAT(Refusal(t), HasSubstr("single-op targets"));
+  }
+}
+
+// x.to(dtype) is covered as a conversion between float types on the tensor's device only.
+TEST(FamilyRegistryTest, RefusesDtypeConversionsItDoesNotCoverAndSaysWhy) {
+  const auto samples = SampleTargets(v1::FLOAT32);
+  auto with_arg = [&](const std::string& name, const v1::ScalarValue& value) {
+    v1::Target t = Sample(samples, "to_bfloat16").target;
+    for (auto& arg : *t.mutable_nodes(0)->mutable_args()) {
+      if (arg.name() == name) *arg.mutable_scalar() = value;
+    }
+    return t;
+  };
+  {
+    // x.to(torch.float32) of a float32 tensor returns x.
+    v1::Target t = with_arg("dtype", scalar::Int(6));
+    t.mutable_outputs(0)->set_dtype(v1::FLOAT32);
+    EXPECT_THAT(Refusal(t), HasSubstr("synth family elementwise does not cover this aten::to "
+                                      "call: aten::to: self is already float32; to(float32) "
+                                      "returns self: nothing to compute"));
+    t = with_arg("copy", scalar::Bool(true));
+    t.mutable_nodes(0)->mutable_args(1)->mutable_scalar()->set_int_value(6);
+    t.mutable_outputs(0)->set_dtype(v1::FLOAT32);
+    EXPECT_THAT(Refusal(t), HasSubstr("with copy=True is a plain copy, no conversion"));
+  }
+  {
+    v1::Target t = with_arg("dtype", scalar::Int(4));
+    t.mutable_outputs(0)->set_dtype(v1::INT64);
+    EXPECT_THAT(Refusal(t), HasSubstr("aten::to to int64: the family converts between float32, "
+                                      "float16 and bfloat16 only"));
+  }
+  {
+    v1::Target t = Sample(SampleTargets(v1::FLOAT16), "to_float32").target;
+    t.mutable_inputs(0)->set_dtype(v1::INT64);
+    EXPECT_THAT(Refusal(t), HasSubstr("self has dtype int64; the synthesizer covers float32, "
+                                      "float16 and bfloat16"));
+  }
+  {
+    // x.to("cuda", torch.bfloat16) and x.to(y) are other overloads.
+    v1::Target t = Sample(samples, "to_bfloat16").target;
+    t.mutable_nodes(0)->set_overload("device");
+    EXPECT_THAT(Refusal(t), HasSubstr("aten::to.device: the elementwise family covers "
+                                      "aten::to.dtype only"));
+    t.mutable_nodes(0)->set_overload("other");
+    EXPECT_THAT(Refusal(t), HasSubstr("aten::to.other: the elementwise family covers "
+                                      "aten::to.dtype only"));
+  }
+  {
+    v1::Target t = with_arg("memory_format", scalar::Int(2));  // channels_last
+    EXPECT_THAT(Refusal(t), HasSubstr("memory_format=2 changes the layout"));
+    for (int64_t format : {0, 1}) {  // contiguous, preserve
+      v1::Target keeps = with_arg("memory_format", scalar::Int(format));
+      EXPECT_EQ(FamilyRegistry::Default().FamilyFor(keeps), "elementwise") << format;
+    }
+  }
+  {
+    v1::Target t = Sample(samples, "to_bfloat16").target;
+    t.mutable_inputs(0)->set_strides(3, 2048);  // a transposed view
+    t.mutable_inputs(0)->set_strides(2, 1);
+    EXPECT_THAT(Refusal(t), HasSubstr("self is not contiguous"));
+  }
+  {
+    v1::Target t = Sample(samples, "to_bfloat16").target;
+    t.mutable_outputs(0)->set_dtype(v1::FLOAT16);
+    EXPECT_THAT(Refusal(t), HasSubstr("dtype=bfloat16 but the captured output is float16"));
+  }
+  // non_blocking changes nothing on one device; copy=False still makes a new tensor when the
+  // dtype changes.
+  EXPECT_EQ(FamilyRegistry::Default().FamilyFor(with_arg("non_blocking", scalar::Bool(true))),
+            "elementwise");
+  EXPECT_EQ(FamilyRegistry::Default().FamilyFor(with_arg("copy", scalar::Bool(true))),
+            "elementwise");
+}
+
+// Qwen3's f32[1,8,2048,2048].to(bfloat16) and the other conversions to and from float32: the
+// one-input space and engine with T0 and TO of the two types, vectors of 16 bytes at most of
+// the wider type, and a floor of the bytes read plus the bytes written.
+TEST(SynthesizerTest, DtypeConversionsUseTheOneInputEngine) {
+  const std::tuple<v1::DType, const char*, const char*, const char*> pairs[] = {
+      {v1::FLOAT32, "to_bfloat16", "float", "__nv_bfloat16"},
+      {v1::FLOAT32, "to_float16", "float", "__half"},
+      {v1::BFLOAT16, "to_float32", "__nv_bfloat16", "float"},
+      {v1::FLOAT16, "to_float32", "__half", "float"},
+  };
+  for (const auto& [from, name, in_type, out_type] : pairs) {
+    SCOPED_TRACE(absl::StrCat(v1::DType_Name(from), " ", name));
+    const v1::Target target = Sample(SampleTargets(from), name).target;
+    EXPECT_EQ(FamilyRegistry::Default().FamilyFor(target), "elementwise");
+    auto generator = Bind(target);
+    ASSERT_NE(generator, nullptr);
+    std::vector<std::string> params;
+    for (const auto& p : generator->Space().params()) params.push_back(p.name);
+    EXPECT_THAT(params, ::testing::ElementsAre("threads", "vec", "ilp", "grid"));
+    EXPECT_EQ(generator->Check(*generator->Space().Parse("threads=256;vec=8;ilp=1;grid=oneshot")),
+              "loads wider than 16 bytes");
+    auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride");
+    ASSERT_TRUE(config.ok()) << config.status();
+    ASSERT_EQ(generator->Check(*config), "");
+    auto kernel = generator->Generate(*config);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(kernel->source, HasSubstr(absl::StrCat("typedef ", in_type, " T0;")));
+    EXPECT_THAT(kernel->source, HasSubstr(absl::StrCat("typedef ", out_type, " TO;")));
+    EXPECT_THAT(kernel->source, HasSubstr("#define KF_NIN 1"));
+    EXPECT_THAT(kernel->source, HasSubstr("kf_op(float a, float b) {\n  return a;\n}"));
+    EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"alignment_bytes\": 16"));
+    EXPECT_DOUBLE_EQ(generator->MinBytes(), 8.0 * 2048 * 2048 * (4 + 2));
+    // 5 threads x 3 vecs x 3 ilps x 2 grids.
+    EXPECT_EQ(testing::ValidSample(*generator, 100, 5).size(), 90u);
   }
 }
 

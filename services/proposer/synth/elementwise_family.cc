@@ -1,8 +1,9 @@
-// ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, and add / mul with
-// broadcasting (each broadcast input is read through the output's dims merged into groups,
-// device/broadcast_groups.cuh). Flat inputs and broadcasts along whole last-dim runs take the
-// vectorized path; anything else the per-element path. An input broadcast over whole output
-// rows (a mask, a bias) may be loaded once for several rows (`reuse`, kf_reuse_rows).
+// ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, to (a dtype conversion
+// between float32, float16 and bfloat16), and add / mul with broadcasting (each broadcast input
+// is read through the output's dims merged into groups, device/broadcast_groups.cuh). Flat
+// inputs and broadcasts along whole last-dim runs take the vectorized path; anything else the
+// per-element path. An input broadcast over whole output rows (a mask, a bias) may be loaded
+// once for several rows (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -17,7 +18,7 @@
 namespace kforge::synth {
 namespace {
 
-enum class UnaryOp { kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kAdd, kMul };
+enum class UnaryOp { kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kTo, kAdd, kMul };
 
 struct ElementwiseProblem {
   UnaryOp op = UnaryOp::kRelu;
@@ -304,6 +305,10 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return fast ? "return __frcp_rn(1.f + KF_EXP(-a));" : "return 1.f / (1.f + KF_EXP(-a));";
     case UnaryOp::kTanh:
       return "return KF_TANH(a);";
+    case UnaryOp::kTo:
+      // The conversion is the engine's: exact to float on load, rounded to nearest even into
+      // TO on store, as aten converts.
+      return "return a;";
     case UnaryOp::kAdd:
       if (p.alpha == 1.0) return "return a + b;";
       return absl::StrCat("return a + ", FloatLiteral(p.alpha), " * b;");
@@ -529,6 +534,50 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
   ParamSpace space_;
 };
 
+// aten::to.dtype(self, dtype, non_blocking, copy, memory_format) converting a contiguous CUDA
+// tensor between float types. With the dtype changed aten::to always returns a new tensor, as
+// the kernel writes one, whatever `copy` says; non_blocking changes nothing on one device.
+absl::Status CheckDtypeConversion(const TargetArgs& args) {
+  const std::string& op = args.node().op();
+  const std::string& overload = args.node().overload();
+  if (!overload.empty() && overload != "dtype") {
+    return absl::UnimplementedError(absl::StrCat(
+        op, ".", overload, ": the elementwise family covers ", op,
+        ".dtype only (a dtype conversion on the tensor's own device)"));
+  }
+  KF_ASSIGN_OR_RETURN(v1::DType dtype, args.ScalarType("dtype", 1));
+  if (!IsFloatType(dtype)) {
+    return absl::UnimplementedError(absl::StrCat(
+        op, " to ", DTypeName(dtype), ": the family converts between float32, float16 and "
+        "bfloat16 only"));
+  }
+  if (!args.IsNone("memory_format", 4)) {
+    KF_ASSIGN_OR_RETURN(int64_t format, args.Int("memory_format", 4));
+    // contiguous (0) and preserve (1) keep a contiguous input's layout; channels_last does not.
+    if (format != 0 && format != 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": memory_format=", format, " changes the layout; the family writes the "
+          "output contiguous like its input (memory_format None, preserve or contiguous)"));
+    }
+  }
+  KF_ASSIGN_OR_RETURN(int self, args.RequiredInput("self", 0));
+  const v1::TensorSignature& in = args.input(self);
+  KF_RETURN_IF_ERROR(RequireDenseFloat(in, "self"));
+  if (in.dtype() == dtype) {
+    const bool copy = !args.IsNone("copy", 3) && args.Bool("copy", 3).value_or(false);
+    return absl::UnimplementedError(absl::StrCat(
+        op, ": self is already ", DTypeName(dtype), "; to(", DTypeName(dtype), ") ",
+        copy ? "with copy=True is a plain copy, no conversion" : "returns self",
+        ": nothing to compute"));
+  }
+  if (args.output(0).dtype() != dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": dtype=", DTypeName(dtype), " but the captured output is ",
+        DTypeName(args.output(0).dtype()), "; re-capture the model"));
+  }
+  return absl::OkStatus();
+}
+
 KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   KfTensor t{};
   t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
@@ -567,7 +616,7 @@ class ElementwiseFamily : public Family {
   std::string Name() const override { return "elementwise"; }
   std::vector<std::string> Ops() const override {
     return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid",
-            "aten::tanh", "aten::add",  "aten::mul"};
+            "aten::tanh", "aten::to",   "aten::add",  "aten::mul"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -601,6 +650,10 @@ class ElementwiseFamily : public Family {
       p.op = UnaryOp::kSigmoid;
     } else if (op == "tanh") {
       p.op = UnaryOp::kTanh;
+    } else if (op == "to") {
+      KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
+      p.op = UnaryOp::kTo;
+      p.name = absl::StrCat("to ", DTypeName(args.output(0).dtype()));
     } else if (op == "add" || op == "mul") {
       const std::string& overload = target.nodes(0).overload();
       if (!overload.empty() && overload != "Tensor") {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "common/status.h"
 
 namespace kforge::synth {
 
@@ -127,6 +128,25 @@ absl::StatusOr<std::string> TargetArgs::String(std::string_view name, int positi
     return Missing(*this, name, "a string");
   }
   return arg->scalar().string_value();
+}
+
+absl::StatusOr<v1::DType> TargetArgs::ScalarType(std::string_view name, int position) const {
+  KF_ASSIGN_OR_RETURN(int64_t code, Int(name, position));
+  switch (code) {  // c10::ScalarType's values
+    case 0: return v1::UINT8;
+    case 1: return v1::INT8;
+    case 2: return v1::INT16;
+    case 3: return v1::INT32;
+    case 4: return v1::INT64;
+    case 5: return v1::FLOAT16;
+    case 6: return v1::FLOAT32;
+    case 7: return v1::FLOAT64;
+    case 11: return v1::BOOL;
+    case 15: return v1::BFLOAT16;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(node().op(), ": ", std::string(name), "=", code,
+                                                 " is no dtype the synthesizer knows"));
 }
 
 absl::StatusOr<std::vector<int64_t>> TargetArgs::IntList(std::string_view name,

@@ -38,6 +38,9 @@ class TargetArgs {
   absl::StatusOr<double> Float(std::string_view name, int position) const;
   absl::StatusOr<bool> Bool(std::string_view name, int position) const;
   absl::StatusOr<std::string> String(std::string_view name, int position) const;
+  // A ScalarType argument (captured as torch's enum value: 6 float32, 5 float16, 15 bfloat16)
+  // as a DType; InvalidArgument for a code without one.
+  absl::StatusOr<v1::DType> ScalarType(std::string_view name, int position) const;
   // An int list; a single int is read as a one-element list (int[1] args).
   absl::StatusOr<std::vector<int64_t>> IntList(std::string_view name, int position) const;
 
