@@ -106,7 +106,9 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
   return $job_rc
 }
 
-# OUT_DIR/optimize-tables.md and optimize-results.tgz over every run so far; lanes take turns.
+# OUT_DIR/optimize-tables.md and optimize-results.tgz over every run so far; lanes take turns
+# (the lock lives outside OUT_DIR, whose files a device call brings back).
+RESULTS_LOCK=$(mktemp "${TMPDIR:-/tmp}/kforge-optimize-results.XXXXXX")
 collect_results() {
   local job run runs=()
   for job in "${jobs[@]}"; do
@@ -127,7 +129,7 @@ collect_results() {
       --warning=no-file-changed --null -T - optimize-*.log -C "$OUT_DIR" "${lanes[@]##*/}") ||
       tar_rc=$?
     ((tar_rc <= 1)) && mv "$OUT_DIR/optimize-results.tgz.part" "$OUT_DIR/optimize-results.tgz"
-  ) 9>"$OUT_DIR/.optimize-results.lock"
+  ) 9>"$RESULTS_LOCK"
 }
 
 # Lanes: a model's runs stay in one lane (they share its exported model.pt), lanes take models
@@ -159,5 +161,5 @@ for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
 cat "$OUT_DIR"/optimize-lane-*.txt 2>/dev/null
 collect_results || rc=1
 [[ -f $OUT_DIR/optimize-tables.md ]] && cat "$OUT_DIR/optimize-tables.md"
-rm -f "$OUT_DIR/.optimize-results.lock"
+rm -f "$RESULTS_LOCK"
 exit $rc
