@@ -95,8 +95,25 @@ std::optional<c10::IValue> ConstantOf(Value* value) {
   return std::nullopt;
 }
 
-// Whether the graph's constant is the value the capture recorded for the target.
+// Whether the graph's constant is the value the capture recorded for the target. A number the
+// capture read from a 0-dim CPU tensor (a traced Python number) matches that tensor constant.
 bool ScalarMatches(const v1::ScalarValue& recorded, const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || t.dim() != 0 || !t.device().is_cpu()) return false;
+    const c10::ScalarType type = t.scalar_type();
+    switch (recorded.value_case()) {
+      case v1::ScalarValue::kFloatValue:
+        return at::isFloatingType(type) && t.item<double>() == recorded.float_value();
+      case v1::ScalarValue::kIntValue:
+        return at::isIntegralType(type, /*includeBool=*/false) &&
+               t.item<int64_t>() == recorded.int_value();
+      case v1::ScalarValue::kBoolValue:
+        return type == c10::kBool && t.item<bool>() == recorded.bool_value();
+      default:
+        return false;
+    }
+  }
   switch (recorded.value_case()) {
     case v1::ScalarValue::kNone:
       return v.isNone();

@@ -157,6 +157,45 @@ v1::ScalarValue ToScalar(const c10::IValue& v) {
 }
 
 
+// A 0-dim CPU tensor beside device or larger tensors: a traced Python number (`x * 0.125`
+// traces to a constant f64[] tensor) or another host value the op reads as a scalar. Its value
+// is part of the call (a kernel bakes it, the export matches it to the graph's constant), so it
+// is recorded as a scalar argument, not a tensor input, and calls group by it. Reading it costs
+// nothing: it lives on the host.
+bool IsHostScalar(const c10::IValue& v) {
+  if (!v.isTensor()) return false;
+  const at::Tensor& t = v.toTensor();
+  return t.defined() && t.dim() == 0 && t.device().is_cpu() && !t.is_complex();
+}
+
+v1::ScalarValue HostScalarValue(const at::Tensor& t) {
+  at::RecordFunctionGuard no_recording(false);  // item() is an aten call too
+  v1::ScalarValue s;
+  if (t.scalar_type() == c10::kBool) {
+    s.set_bool_value(t.item<bool>());
+  } else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+    s.set_int_value(t.item<int64_t>());
+  } else {
+    s.set_float_value(t.item<double>());
+  }
+  return s;
+}
+
+// Which of a call's arguments are host scalars: only where some other argument is a tensor
+// that is not one (an op on host scalars alone, such as item(), keeps its tensors).
+std::vector<bool> HostScalarArgs(c10::ArrayRef<const c10::IValue> inputs) {
+  std::vector<bool> scalar(inputs.size(), false);
+  bool operand = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const c10::IValue& v = inputs[i];
+    scalar[i] = IsHostScalar(v);
+    operand = operand || (v.isTensor() && v.toTensor().defined() && !scalar[i]) ||
+              v.isTensorList();
+  }
+  if (!operand) std::fill(scalar.begin(), scalar.end(), false);
+  return scalar;
+}
+
 // A list argument that carries tensors (Tensor[], Tensor?[]): one slot per element.
 bool IsTensorListLike(const c10::IValue& v) {
   if (v.isTensorList()) return true;
@@ -170,10 +209,14 @@ bool IsTensorListLike(const c10::IValue& v) {
 // The printable signature of a call's inputs: the grouping key together with the op.
 std::string InputsText(c10::ArrayRef<const c10::IValue> inputs) {
   std::string out;
+  const std::vector<bool> host_scalar = HostScalarArgs(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i) out += ", ";
     const c10::IValue& v = inputs[i];
-    if (v.isTensor()) {
+    if (host_scalar[i]) {  // "f64[]=0.125"
+      AppendTensorText(v.toTensor(), out);
+      absl::StrAppend(&out, "=", ScalarText(HostScalarValue(v.toTensor())));
+    } else if (v.isTensor()) {
       AppendTensorText(v.toTensor(), out);
     } else if (IsTensorListLike(v)) {
       out += "[";
@@ -255,11 +298,18 @@ Group DescribeCall(const at::RecordFunction& fn, const std::optional<c10::Functi
     g.num_returns = static_cast<int>(schema->returns().size());
   }
   int tensor_count = 0;
+  const std::vector<bool> host_scalar = HostScalarArgs(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
                                                                 : absl::StrCat("arg", i);
     const c10::IValue& v = inputs[i];
-    if (v.isTensor() && v.toTensor().defined()) {
+    if (host_scalar[i]) {
+      ArgSlot slot{name, -1, HostScalarValue(v.toTensor())};
+      v1::Argument* a = g.proto.add_scalars();
+      a->set_name(name);
+      *a->mutable_scalar() = slot.scalar;
+      g.args.push_back(std::move(slot));
+    } else if (v.isTensor() && v.toTensor().defined()) {
       g.args.push_back({name, tensor_count++, {}});
       AddTensorInput(g, v.toTensor());
     } else if (IsTensorListLike(v)) {
@@ -488,7 +538,10 @@ class Recorder {
     const int target = it->second;
     capture_->done[target] = true;
     std::vector<at::Tensor> tensors;
-    for (const c10::IValue& v : inputs) {
+    const std::vector<bool> host_scalar = HostScalarArgs(inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const c10::IValue& v = inputs[i];
+      if (host_scalar[i]) continue;  // recorded as a scalar argument
       if (v.isTensor() && v.toTensor().defined()) {
         tensors.push_back(v.toTensor());
       } else if (IsTensorListLike(v)) {

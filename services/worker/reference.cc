@@ -11,6 +11,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/core/jit_type.h>
 #include <ATen/core/stack.h>
+#include <ATen/ops/scalar_tensor.h>
 
 #include "absl/strings/str_cat.h"
 #include "c10/util/Exception.h"
@@ -25,6 +26,21 @@ c10::TypePtr Unwrapped(const c10::Argument& arg) {
 }
 
 bool IsTensorType(const c10::TypePtr& type) { return type->kind() == c10::TypeKind::TensorType; }
+
+absl::StatusOr<c10::IValue> HostScalarTensor(const v1::ScalarValue& value,
+                                             const std::string& where) {
+  switch (value.value_case()) {
+    case v1::ScalarValue::kFloatValue:
+      return c10::IValue(at::scalar_tensor(value.float_value(), at::kDouble));
+    case v1::ScalarValue::kIntValue:
+      return c10::IValue(at::scalar_tensor(value.int_value(), at::kLong));
+    case v1::ScalarValue::kBoolValue:
+      return c10::IValue(at::scalar_tensor(value.bool_value(), at::kBool));
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " is a tensor but the target gives a constant that is no number"));
+  }
+}
 
 absl::StatusOr<c10::IValue> ToIValue(const v1::ScalarValue& value, const c10::TypePtr& type,
                                      const std::string& where) {
@@ -167,12 +183,18 @@ absl::StatusOr<ReferenceRunner> ReferenceRunner::Create(const v1::Target& target
         }
       } else if (it != by_name.end()) {
         if (IsTensorType(type) && !it->second->scalar().has_none()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(arg_where, " is a tensor but the target gives a constant"));
+          // A host scalar the capture recorded by value (a traced Python number): the 0-dim
+          // CPU tensor the trace holds, f64 for a float, i64 for an int. Kernels get the
+          // number among the scalar arguments.
+          absl::StatusOr<c10::IValue> value = HostScalarTensor(it->second->scalar(), arg_where);
+          if (!value.ok()) return value.status();
+          AppendScalar(value->toTensor().item(), runner.scalar_args_);
+          constant = *std::move(value);
+        } else {
+          absl::StatusOr<c10::IValue> value = ToIValue(it->second->scalar(), type, arg_where);
+          if (!value.ok()) return value.status();
+          constant = *std::move(value);
         }
-        absl::StatusOr<c10::IValue> value = ToIValue(it->second->scalar(), type, arg_where);
-        if (!value.ok()) return value.status();
-        constant = *std::move(value);
       } else if (formal.default_value().has_value()) {
         constant = *formal.default_value();
       } else {

@@ -158,6 +158,21 @@ TEST(CaptureCli, Qwen3ListsSoftmaxAndLinearWithShapes) {
   EXPECT_EQ(calls["aten::softmax"], 4);         // one per layer
   EXPECT_GE(calls["aten::linear"], 4 * 7 + 1);  // q k v o gate up down per layer + lm head
   EXPECT_FALSE(profile["graph_json"].get<std::string>().empty());
+  // The scores' scaling by head_dim ** -0.5, a traced Python number (a 0-dim CPU tensor):
+  // recorded by value as the scalar `other`, not as a tensor input, and grouped by it.
+  bool scaling = false;
+  for (const auto& op : profile["ops"]) {
+    if (op["op"] != "aten::mul" || !op.contains("scalars")) continue;
+    for (const auto& a : op["scalars"]) {
+      if (a["name"] == "other" && a["scalar"].value("float_value", 0.0) == 0.125) {
+        scaling = true;
+        EXPECT_EQ(op["inputs"].size(), 1u) << op.dump();
+        EXPECT_NE(op["signature"].get<std::string>().find(", f64[]=0.125"), std::string::npos)
+            << op.dump();
+      }
+    }
+  }
+  EXPECT_TRUE(scaling) << r.out.substr(0, 4000);
 }
 
 #ifndef KFORGE_CAPTURE_GPU

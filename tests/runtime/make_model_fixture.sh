@@ -7,7 +7,8 @@
 # resnet50: examples/resnet50.py at batch 1; every op group is captured (--top 45 leaves none
 #   out), and the first compiled candidate of three batch_norm targets — the shapes that won on
 #   the H200 at batch 32 — is marked validated.
-# qwen3: examples/qwen3.py at seq 32, fp32; softmax, the residual add, silu and the RMSNorm mean.
+# qwen3: examples/qwen3.py at seq 32, fp32; softmax, the residual add, silu, the RMSNorm mean
+#   and the scores' scaling by a traced Python number (mul by the graph's f64 constant 0.125).
 # unmatched, chained: make_small_model.py (a softmax whose dim is not a graph constant: its export
 #   has nothing to rewrite; two chained softmax nodes); the known-correct row softmax of
 #   tests/gpu/kernels is marked validated.
@@ -27,7 +28,7 @@ case $NAME in
     "$PY" tools/kforge-export examples/qwen3.py:make --out "$OUT/model" --seq 32 --dtype float32 \
       > "$OUT/kforge-export.log" 2>&1
     TOP=60 SELECT=("aten::softmax in0=1,8,32,32" "aten::add in0=1,32,512" "aten::silu in0=1,32,1536"
-                   "aten::mean in0=1,32,512") ;;
+                   "aten::mean in0=1,32,512" "aten::mul in0=1,8,32,32") ;;
   unmatched|chained)
     "$PY" "$SRC/make_small_model.py" "$OUT/model" $NAME > "$OUT/kforge-export.log" 2>&1
     TOP=2 SELECT=() ;;

@@ -55,7 +55,7 @@ class OptimizedModelsOnCpu(unittest.TestCase):
         self.check("resnet50", 16)
 
     def test_qwen3(self):
-        self.check("qwen3", 25)
+        self.check("qwen3", 29)
 
     def test_chained_rewritten_nodes(self):
         self.check("chained", 2)

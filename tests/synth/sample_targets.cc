@@ -312,6 +312,17 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
             .Tensor("other", Dense(m, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)));
   }
+  {
+    // Attention scores times a traced Python number (a 0-dim CPU f64 tensor the capture
+    // records by value), and a residual plus a number with alpha.
+    S x = pick({2, 8, 256, 256}, {2, 3, 17, 24});
+    add("mul_number", "elementwise",
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
+            .Scalar("other", Float(0.08838834764831845)).Output(Dense(x, t)));
+    add("add_number", "elementwise",
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+            .Scalar("other", Int(1)).Scalar("alpha", Float(0.5)).Output(Dense(x, t)));
+  }
   return out;
 }
 

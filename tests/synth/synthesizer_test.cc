@@ -290,6 +290,37 @@ TEST(SynthesizerTest, DtypeConversionsUseTheOneInputEngine) {
   }
 }
 
+// add/mul by a number the capture recorded (a traced Python number): the number is baked
+// into the kernel as a float, as aten computes with it, and `self` is the one input.
+TEST(SynthesizerTest, AddAndMulByANumberBakeItIntoAOneInputKernel) {
+  for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
+    const auto samples = SampleTargets(dtype);
+    for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
+             {"mul_number", "return a * ((float)0.088388347648318447);"},
+             {"add_number", "return a + ((float)0.5) * ((float)1);"}}) {
+      SCOPED_TRACE(absl::StrCat(v1::DType_Name(dtype), " ", name));
+      const v1::Target target = Sample(samples, name).target;
+      EXPECT_EQ(FamilyRegistry::Default().FamilyFor(target), "elementwise");
+      auto generator = Bind(target);
+      ASSERT_NE(generator, nullptr);
+      auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride");
+      ASSERT_TRUE(config.ok()) << config.status();
+      auto kernel = generator->Generate(*config);
+      ASSERT_TRUE(kernel.ok()) << kernel.status();
+      EXPECT_THAT(kernel->source, HasSubstr("#define KF_NIN 1"));
+      EXPECT_THAT(kernel->source, HasSubstr(body));
+      // Bytes of self read and the output written: the number is no tensor.
+      EXPECT_DOUBLE_EQ(generator->MinBytes(), 2.0 * 2 * 8 * 256 * 256 * ElementSize(dtype));
+    }
+  }
+  // A string where a number belongs is refused with the reason.
+  v1::Target t = Sample(SampleTargets(v1::FLOAT32), "mul_number").target;
+  for (auto& arg : *t.mutable_nodes(0)->mutable_args()) {
+    if (arg.name() == "other") arg.mutable_scalar()->set_string_value("x");
+  }
+  EXPECT_THAT(Refusal(t), HasSubstr("other"));
+}
+
 TEST(SynthesizerTest, UnsupportedTargetIsARefusalNotAnError) {
   v1::Target t = Sample(SampleTargets(v1::FLOAT32), "relu").target;  // copied before the vector dies
   t.mutable_nodes(0)->set_op("aten::conv2d");

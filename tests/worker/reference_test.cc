@@ -5,6 +5,7 @@
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/group_norm.h>
 #include <ATen/ops/randn.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/softmax.h>
 
 #include <ATen/TensorOperators.h>
@@ -37,6 +38,38 @@ TEST(ReferenceRunnerTest, SoftmaxNativeMatchesAtenAndFloat64IsDouble) {
   EXPECT_GT(eager.max_abs, 0);
   EXPECT_LT(eager.max_normalized, 1.0);
   EXPECT_EQ(eager.nonfinite_index, -1);
+}
+
+// mul.Tensor whose `other` the capture recorded as a number (a traced Python number): the
+// reference multiplies by the 0-dim f64 tensor the trace held, which keeps self's dtype, and
+// kernels get the number among the scalar arguments.
+TEST(ReferenceRunnerTest, ATensorArgumentRecordedAsANumberIsItsZeroDimTensor) {
+  v1::Target t = SoftmaxTarget(4, 8, v1::BFLOAT16);
+  v1::SubgraphNode* node = t.mutable_nodes(0);
+  node->set_op("aten::mul");
+  node->set_overload("Tensor");
+  node->clear_args();
+  *node->add_args() = testing::TensorArg("self", "in0");
+  *node->add_args() = testing::FloatArg("other", 0.125);
+  absl::StatusOr<ReferenceRunner> runner = ReferenceRunner::Create(t);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  EXPECT_EQ(runner->scalar_args().floats, std::vector<double>({0.125}));
+  at::Tensor x = at::randn({4, 8}).to(at::kBFloat16);
+  auto native = runner->Run({x}, ReferenceRunner::Precision::kNative);
+  ASSERT_TRUE(native.ok()) << native.status();
+  EXPECT_EQ((*native)[0].scalar_type(), at::kBFloat16);
+  EXPECT_TRUE((*native)[0].equal(x * at::scalar_tensor(0.125, at::kDouble)));
+  auto exact = runner->Run({x}, ReferenceRunner::Precision::kFloat64);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_TRUE((*exact)[0].equal(x.to(at::kDouble) * 0.125));
+  // A string is no number: refused naming the argument.
+  node->mutable_args(1)->mutable_scalar()->set_string_value("x");
+  absl::StatusOr<ReferenceRunner> bad = ReferenceRunner::Create(t);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("argument 'other' is a tensor but the "
+                                                      "target gives a constant that is no number"),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST(ReferenceRunnerTest, SoftmaxScalarArgsInSchemaOrder) {

@@ -1,11 +1,13 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, to (a dtype conversion
 // between float32, float16 and bfloat16), and add / mul with broadcasting (each broadcast input
-// is read through the output's dims merged into groups, device/broadcast_groups.cuh). Flat
+// is read through the output's dims merged into groups, device/broadcast_groups.cuh) or by a
+// number the capture recorded (a traced Python number, baked into the kernel). Flat
 // inputs and broadcasts along whole last-dim runs take the vectorized path; anything else the
 // per-element path. An input broadcast over whole output rows (a mask, a bias) may be loaded
 // once for several rows (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +28,9 @@ struct ElementwiseProblem {
   v1::DType in_dtype[2] = {v1::FLOAT32, v1::FLOAT32};
   v1::DType out_dtype = v1::FLOAT32;
   double alpha = 1.0;
+  // add/mul whose `other` is a number the capture recorded (a traced Python number, a 0-dim
+  // CPU tensor): baked into the kernel, which then has the one input `self`.
+  std::optional<double> other_value;
   bool broadcast = false;  // some input is not of the output's shape
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
@@ -309,11 +314,14 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       // The conversion is the engine's: exact to float on load, rounded to nearest even into
       // TO on store, as aten converts.
       return "return a;";
-    case UnaryOp::kAdd:
-      if (p.alpha == 1.0) return "return a + b;";
-      return absl::StrCat("return a + ", FloatLiteral(p.alpha), " * b;");
+    case UnaryOp::kAdd: {
+      // aten computes in float, the number rounded to float, as these literals are.
+      const std::string b = p.other_value ? FloatLiteral(*p.other_value) : "b";
+      if (p.alpha == 1.0) return absl::StrCat("return a + ", b, ";");
+      return absl::StrCat("return a + ", FloatLiteral(p.alpha), " * ", b, ";");
+    }
     case UnaryOp::kMul:
-      return "return a * b;";
+      return absl::StrCat("return a * ", p.other_value ? FloatLiteral(*p.other_value) : "b", ";");
   }
   return "return a;";
 }
@@ -666,6 +674,12 @@ class ElementwiseFamily : public Family {
       if (p.op == UnaryOp::kAdd && !args.IsNone("alpha", 2)) {
         KF_ASSIGN_OR_RETURN(p.alpha, args.Float("alpha", 2));
       }
+      if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
+        KF_ASSIGN_OR_RETURN(double other, args.Float("other", 1));
+        p.other_value = other;
+        p.num_inputs = 1;
+        p.name = absl::StrCat(op, " by ", other);
+      }
     } else {
       return absl::UnimplementedError(absl::StrCat("elementwise family does not cover ", op));
     }
@@ -681,7 +695,7 @@ class ElementwiseFamily : public Family {
       if (!index.has_value()) {
         return absl::UnimplementedError(absl::StrCat(
             target.nodes(0).op(), ": '", names[i],
-            "' is not a tensor input (a Python scalar operand is a different overload)"));
+            "' is not a tensor input"));
       }
       if (*index != i) {
         return absl::UnimplementedError(absl::StrCat(
