@@ -322,6 +322,20 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("add_number", "elementwise",
         TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
             .Scalar("other", Int(1)).Scalar("alpha", Float(0.5)).Output(Dense(x, t)));
+    add("div_number", "elementwise",
+        TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
+            .Scalar("other", Float(11.313708498984761)).Output(Dense(x, t)));
+  }
+  {
+    // x - alpha * y, and x / y with y broadcast over the rows (a norm's divisor).
+    S x = pick({32, 512, 768}, {3, 7, 40});
+    S r = pick({32, 512, 1}, {3, 7, 1});
+    add("sub_alpha", "elementwise",
+        TargetBuilder("aten::sub", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense(x, t)).Scalar("alpha", Float(2)).Output(Dense(x, t)));
+    add("div_broadcast", "elementwise",
+        TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense(r, t)).Output(Dense(x, t)));
   }
   return out;
 }

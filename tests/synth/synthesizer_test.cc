@@ -290,14 +290,16 @@ TEST(SynthesizerTest, DtypeConversionsUseTheOneInputEngine) {
   }
 }
 
-// add/mul by a number the capture recorded (a traced Python number): the number is baked
-// into the kernel as a float, as aten computes with it, and `self` is the one input.
-TEST(SynthesizerTest, AddAndMulByANumberBakeItIntoAOneInputKernel) {
+// Arithmetic by a number the capture recorded (a traced Python number): the number is baked
+// into the kernel as a float, as aten computes with it (division: times its float
+// reciprocal), and `self` is the one input.
+TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
   for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
     const auto samples = SampleTargets(dtype);
     for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
              {"mul_number", "return a * ((float)0.088388347648318447);"},
-             {"add_number", "return a + ((float)0.5) * ((float)1);"}}) {
+             {"add_number", "return a + ((float)0.5) * ((float)1);"},
+             {"div_number", "return a * (1.f / ((float)11.313708498984761));"}}) {
       SCOPED_TRACE(absl::StrCat(v1::DType_Name(dtype), " ", name));
       const v1::Target target = Sample(samples, name).target;
       EXPECT_EQ(FamilyRegistry::Default().FamilyFor(target), "elementwise");
@@ -319,6 +321,27 @@ TEST(SynthesizerTest, AddAndMulByANumberBakeItIntoAOneInputKernel) {
     if (arg.name() == "other") arg.mutable_scalar()->set_string_value("x");
   }
   EXPECT_THAT(Refusal(t), HasSubstr("other"));
+}
+
+// sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is
+// another overload, refused.
+TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {
+  const auto samples = SampleTargets(v1::FLOAT16);
+  for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
+           {"sub_alpha", "return a - ((float)2) * b;"}, {"div_broadcast", "return a / b;"}}) {
+    SCOPED_TRACE(name);
+    auto generator = Bind(Sample(samples, name).target);
+    ASSERT_NE(generator, nullptr);
+    auto kernel = generator->Generate(*generator->Space().Parse("threads=256;vec=1;ilp=1;"
+                                                                "grid=oneshot"));
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(kernel->source, HasSubstr("#define KF_NIN 2"));
+    EXPECT_THAT(kernel->source, HasSubstr(body));
+  }
+  v1::Target t = Sample(samples, "div_broadcast").target;
+  t.mutable_nodes(0)->set_overload("Tensor_mode");
+  EXPECT_THAT(Refusal(t), HasSubstr("aten::div.Tensor_mode: the elementwise family covers "
+                                    "div.Tensor only"));
 }
 
 TEST(SynthesizerTest, UnsupportedTargetIsARefusalNotAnError) {

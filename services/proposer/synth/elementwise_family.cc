@@ -1,10 +1,10 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, to (a dtype conversion
-// between float32, float16 and bfloat16), and add / mul with broadcasting (each broadcast input
-// is read through the output's dims merged into groups, device/broadcast_groups.cuh) or by a
-// number the capture recorded (a traced Python number, baked into the kernel). Flat
-// inputs and broadcasts along whole last-dim runs take the vectorized path; anything else the
-// per-element path. An input broadcast over whole output rows (a mask, a bias) may be loaded
-// once for several rows (`reuse`, kf_reuse_rows).
+// between float32, float16 and bfloat16), and add / sub / mul / div with broadcasting (each
+// broadcast input is read through the output's dims merged into groups,
+// device/broadcast_groups.cuh) or by a number the capture recorded (a traced Python number,
+// baked into the kernel). Flat inputs and broadcasts along whole last-dim runs take the
+// vectorized path; anything else the per-element path. An input broadcast over whole output
+// rows (a mask, a bias) may be loaded once for several rows (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -20,7 +20,9 @@
 namespace kforge::synth {
 namespace {
 
-enum class UnaryOp { kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kTo, kAdd, kMul };
+enum class UnaryOp {
+  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kTo, kAdd, kSub, kMul, kDiv
+};
 
 struct ElementwiseProblem {
   UnaryOp op = UnaryOp::kRelu;
@@ -314,14 +316,22 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       // The conversion is the engine's: exact to float on load, rounded to nearest even into
       // TO on store, as aten converts.
       return "return a;";
-    case UnaryOp::kAdd: {
+    case UnaryOp::kAdd:
+    case UnaryOp::kSub: {
       // aten computes in float, the number rounded to float, as these literals are.
+      const char* sign = p.op == UnaryOp::kAdd ? " + " : " - ";
       const std::string b = p.other_value ? FloatLiteral(*p.other_value) : "b";
-      if (p.alpha == 1.0) return absl::StrCat("return a + ", b, ";");
-      return absl::StrCat("return a + ", FloatLiteral(p.alpha), " * ", b, ";");
+      if (p.alpha == 1.0) return absl::StrCat("return a", sign, b, ";");
+      return absl::StrCat("return a", sign, FloatLiteral(p.alpha), " * ", b, ";");
     }
     case UnaryOp::kMul:
       return absl::StrCat("return a * ", p.other_value ? FloatLiteral(*p.other_value) : "b", ";");
+    case UnaryOp::kDiv:
+      // By a number aten multiplies by its float reciprocal; by a tensor it divides (IEEE).
+      if (p.other_value) {
+        return absl::StrCat("return a * (1.f / ", FloatLiteral(*p.other_value), ");");
+      }
+      return "return a / b;";
   }
   return "return a;";
 }
@@ -623,8 +633,8 @@ class ElementwiseFamily : public Family {
  public:
   std::string Name() const override { return "elementwise"; }
   std::vector<std::string> Ops() const override {
-    return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid",
-            "aten::tanh", "aten::to",   "aten::add",  "aten::mul"};
+    return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
+            "aten::to",   "aten::add",  "aten::sub",  "aten::mul",     "aten::div"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -662,16 +672,19 @@ class ElementwiseFamily : public Family {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
       p.name = absl::StrCat("to ", DTypeName(args.output(0).dtype()));
-    } else if (op == "add" || op == "mul") {
+    } else if (op == "add" || op == "sub" || op == "mul" || op == "div") {
       const std::string& overload = target.nodes(0).overload();
       if (!overload.empty() && overload != "Tensor") {
         return absl::UnimplementedError(absl::StrCat(
             target.nodes(0).op(), ".", overload, ": the elementwise family covers ", op,
             ".Tensor only"));
       }
-      p.op = op == "add" ? UnaryOp::kAdd : UnaryOp::kMul;
+      p.op = op == "add" ? UnaryOp::kAdd
+             : op == "sub" ? UnaryOp::kSub
+             : op == "mul" ? UnaryOp::kMul
+                           : UnaryOp::kDiv;
       p.num_inputs = 2;
-      if (p.op == UnaryOp::kAdd && !args.IsNone("alpha", 2)) {
+      if ((p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub) && !args.IsNone("alpha", 2)) {
         KF_ASSIGN_OR_RETURN(p.alpha, args.Float("alpha", 2));
       }
       if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
