@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/tensor_signature.h"
 #include "gtest/gtest.h"
 #include "services/proposer/synth/family_registry.h"
@@ -259,6 +260,15 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::sigmoid", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
     add("tanh", "elementwise",
         TargetBuilder("aten::tanh", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+    for (const char* op : {"neg", "abs", "exp", "sqrt", "rsqrt"}) {
+      add(op, "elementwise",
+          TargetBuilder(absl::StrCat("aten::", op), "").Tensor("self", Dense(x, t))
+              .Output(Dense(x, t)));
+    }
+    // An RMS norm's square: hidden.pow(2).
+    add("pow_square", "elementwise",
+        TargetBuilder("aten::pow", "Tensor_Scalar").Tensor("self", Dense(x, t))
+            .Scalar("exponent", Int(2)).Output(Dense(x, t)));
   }
   {
     // x.to(other float type): Qwen3's float32 attention probabilities into bfloat16.

@@ -323,6 +323,42 @@ TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
   EXPECT_THAT(Refusal(t), HasSubstr("other"));
 }
 
+// The one-input math ops and pow by a number, each as aten's CUDA kernel computes it; pow by a
+// tensor is another overload, refused.
+TEST(SynthesizerTest, UnaryMathAndPowByANumberComputeAsAten) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
+           {"neg", "return -a;"},
+           {"abs", "return fabsf(a);"},
+           {"exp", "return KF_EXP(a);"},
+           {"sqrt", "return sqrtf(a);"},
+           {"rsqrt", "return rsqrtf(a);"},
+           {"pow_square", "return a * a;"}}) {
+    SCOPED_TRACE(name);
+    auto generator = Bind(Sample(samples, name).target);
+    ASSERT_NE(generator, nullptr);
+    std::vector<std::string> params;
+    for (const auto& p : generator->Space().params()) params.push_back(p.name);
+    // exp alone has a fast-math choice (__expf).
+    EXPECT_EQ(params.size(), name == "exp" ? 5u : 4u);
+    auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 3).front());
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(kernel->source, HasSubstr(body));
+  }
+  v1::Target t = Sample(samples, "pow_square").target;
+  for (auto& arg : *t.mutable_nodes(0)->mutable_args()) {
+    if (arg.name() == "exponent") arg.mutable_scalar()->set_float_value(1.7);
+  }
+  auto generator = Bind(t);
+  ASSERT_NE(generator, nullptr);
+  auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 3).front());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("return powf(a, ((float)1.7));"));
+  t.mutable_nodes(0)->set_overload("Tensor_Tensor");
+  EXPECT_THAT(Refusal(t), HasSubstr("aten::pow.Tensor_Tensor: the elementwise family covers "
+                                    "pow.Tensor_Scalar only"));
+}
+
 // sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is
 // another overload, refused.
 TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {

@@ -1,10 +1,11 @@
-// ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, to (a dtype conversion
-// between float32, float16 and bfloat16), and add / sub / mul / div with broadcasting (each
-// broadcast input is read through the output's dims merged into groups,
-// device/broadcast_groups.cuh) or by a number the capture recorded (a traced Python number,
-// baked into the kernel). Flat inputs and broadcasts along whole last-dim runs take the
-// vectorized path; anything else the per-element path. An input broadcast over whole output
-// rows (a mask, a bias) may be loaded once for several rows (`reuse`, kf_reuse_rows).
+// ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, neg, abs, exp, sqrt,
+// rsqrt, pow by a number, to (a dtype conversion between float32, float16 and bfloat16), and
+// add / sub / mul / div with broadcasting (each broadcast input is read through the output's
+// dims merged into groups, device/broadcast_groups.cuh) or by a number the capture recorded (a
+// traced Python number, baked into the kernel). Flat inputs and broadcasts along whole last-dim
+// runs take the vectorized path; anything else the per-element path. An input broadcast over
+// whole output rows (a mask, a bias) may be loaded once for several rows (`reuse`,
+// kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -21,7 +22,8 @@ namespace kforge::synth {
 namespace {
 
 enum class UnaryOp {
-  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kTo, kAdd, kSub, kMul, kDiv
+  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kPow,
+  kTo, kAdd, kSub, kMul, kDiv
 };
 
 struct ElementwiseProblem {
@@ -30,6 +32,7 @@ struct ElementwiseProblem {
   v1::DType in_dtype[2] = {v1::FLOAT32, v1::FLOAT32};
   v1::DType out_dtype = v1::FLOAT32;
   double alpha = 1.0;
+  double exponent = 1.0;  // pow by a number
   // add/mul whose `other` is a number the capture recorded (a traced Python number, a 0-dim
   // CPU tensor): baked into the kernel, which then has the one input `self`.
   std::optional<double> other_value;
@@ -312,6 +315,26 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return fast ? "return __frcp_rn(1.f + KF_EXP(-a));" : "return 1.f / (1.f + KF_EXP(-a));";
     case UnaryOp::kTanh:
       return "return KF_TANH(a);";
+    case UnaryOp::kNeg:
+      return "return -a;";
+    case UnaryOp::kAbs:
+      return "return fabsf(a);";
+    case UnaryOp::kExp:
+      return "return KF_EXP(a);";
+    case UnaryOp::kSqrt:
+      return "return sqrtf(a);";
+    case UnaryOp::kRsqrt:
+      return "return rsqrtf(a);";  // as aten's CUDA kernel
+    case UnaryOp::kPow:
+      // aten's CUDA pow by a number: squares, cubes and (reciprocal) roots exactly so, the
+      // rest through powf.
+      if (p.exponent == 2) return "return a * a;";
+      if (p.exponent == 3) return "return a * a * a;";
+      if (p.exponent == 0.5) return "return sqrtf(a);";
+      if (p.exponent == -0.5) return "return rsqrtf(a);";
+      if (p.exponent == -1) return "return 1.f / a;";
+      if (p.exponent == -2) return "return 1.f / (a * a);";
+      return absl::StrCat("return powf(a, ", FloatLiteral(p.exponent), ");");
     case UnaryOp::kTo:
       // The conversion is the engine's: exact to float on load, rounded to nearest even into
       // TO on store, as aten converts.
@@ -338,7 +361,7 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
 
 bool HasTranscendental(UnaryOp op) {
   return op == UnaryOp::kGeluTanh || op == UnaryOp::kSilu || op == UnaryOp::kSigmoid ||
-         op == UnaryOp::kTanh;
+         op == UnaryOp::kTanh || op == UnaryOp::kExp;
 }
 
 class ElementwiseGenerator : public KernelGenerator {
@@ -634,7 +657,9 @@ class ElementwiseFamily : public Family {
   std::string Name() const override { return "elementwise"; }
   std::vector<std::string> Ops() const override {
     return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
-            "aten::to",   "aten::add",  "aten::sub",  "aten::mul",     "aten::div"};
+            "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
+            "aten::pow",  "aten::to",   "aten::add",  "aten::sub",     "aten::mul",
+            "aten::div"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -668,6 +693,26 @@ class ElementwiseFamily : public Family {
       p.op = UnaryOp::kSigmoid;
     } else if (op == "tanh") {
       p.op = UnaryOp::kTanh;
+    } else if (op == "neg") {
+      p.op = UnaryOp::kNeg;
+    } else if (op == "abs") {
+      p.op = UnaryOp::kAbs;
+    } else if (op == "exp") {
+      p.op = UnaryOp::kExp;
+    } else if (op == "sqrt") {
+      p.op = UnaryOp::kSqrt;
+    } else if (op == "rsqrt") {
+      p.op = UnaryOp::kRsqrt;
+    } else if (op == "pow") {
+      const std::string& overload = target.nodes(0).overload();
+      if (overload != "Tensor_Scalar") {
+        return absl::UnimplementedError(absl::StrCat(
+            target.nodes(0).op(), ".", overload, ": the elementwise family covers "
+            "pow.Tensor_Scalar only (a tensor to the power of a number)"));
+      }
+      KF_ASSIGN_OR_RETURN(p.exponent, args.Float("exponent", 1));
+      p.op = UnaryOp::kPow;
+      p.name = absl::StrCat("pow ", p.exponent);
     } else if (op == "to") {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
