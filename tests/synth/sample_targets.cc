@@ -260,7 +260,7 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::sigmoid", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
     add("tanh", "elementwise",
         TargetBuilder("aten::tanh", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
-    for (const char* op : {"neg", "abs", "exp", "sqrt", "rsqrt"}) {
+    for (const char* op : {"neg", "abs", "exp", "sqrt", "rsqrt", "sin", "cos"}) {
       add(op, "elementwise",
           TargetBuilder(absl::StrCat("aten::", op), "").Tensor("self", Dense(x, t))
               .Output(Dense(x, t)));

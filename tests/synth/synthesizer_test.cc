@@ -333,6 +333,8 @@ TEST(SynthesizerTest, UnaryMathAndPowByANumberComputeAsAten) {
            {"exp", "return KF_EXP(a);"},
            {"sqrt", "return sqrtf(a);"},
            {"rsqrt", "return rsqrtf(a);"},
+           {"sin", "return sinf(a);"},
+           {"cos", "return cosf(a);"},
            {"pow_square", "return a * a;"}}) {
     SCOPED_TRACE(name);
     auto generator = Bind(Sample(samples, name).target);

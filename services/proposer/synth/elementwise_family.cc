@@ -1,11 +1,11 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, neg, abs, exp, sqrt,
-// rsqrt, pow by a number, to (a dtype conversion between float32, float16 and bfloat16), and
-// add / sub / mul / div with broadcasting (each broadcast input is read through the output's
-// dims merged into groups, device/broadcast_groups.cuh) or by a number the capture recorded (a
-// traced Python number, baked into the kernel). Flat inputs and broadcasts along whole last-dim
-// runs take the vectorized path; anything else the per-element path. An input broadcast over
-// whole output rows (a mask, a bias) may be loaded once for several rows (`reuse`,
-// kf_reuse_rows).
+// rsqrt, sin, cos, pow by a number, to (a dtype conversion between float32, float16 and
+// bfloat16), and add / sub / mul / div with broadcasting (each broadcast input is read through
+// the output's dims merged into groups, device/broadcast_groups.cuh) or by a number the capture
+// recorded (a traced Python number, baked into the kernel). Flat inputs and broadcasts along
+// whole last-dim runs take the vectorized path; anything else the per-element path. An input
+// broadcast over whole output rows (a mask, a bias) may be loaded once for several rows
+// (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -22,7 +22,8 @@ namespace kforge::synth {
 namespace {
 
 enum class UnaryOp {
-  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kPow,
+  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kSin, kCos,
+  kPow,
   kTo, kAdd, kSub, kMul, kDiv
 };
 
@@ -325,6 +326,10 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return "return sqrtf(a);";
     case UnaryOp::kRsqrt:
       return "return rsqrtf(a);";  // as aten's CUDA kernel
+    case UnaryOp::kSin:  // precise: rotary angles grow with the position, past __sinf's range
+      return "return sinf(a);";
+    case UnaryOp::kCos:
+      return "return cosf(a);";
     case UnaryOp::kPow:
       // aten's CUDA pow by a number: squares, cubes and (reciprocal) roots exactly so, the
       // rest through powf.
@@ -658,8 +663,8 @@ class ElementwiseFamily : public Family {
   std::vector<std::string> Ops() const override {
     return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
             "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
-            "aten::pow",  "aten::to",   "aten::add",  "aten::sub",     "aten::mul",
-            "aten::div"};
+            "aten::sin",  "aten::cos",  "aten::pow",  "aten::to",      "aten::add",
+            "aten::sub",  "aten::mul",  "aten::div"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -703,6 +708,10 @@ class ElementwiseFamily : public Family {
       p.op = UnaryOp::kSqrt;
     } else if (op == "rsqrt") {
       p.op = UnaryOp::kRsqrt;
+    } else if (op == "sin") {
+      p.op = UnaryOp::kSin;
+    } else if (op == "cos") {
+      p.op = UnaryOp::kCos;
     } else if (op == "pow") {
       const std::string& overload = target.nodes(0).overload();
       if (overload != "Tensor_Scalar") {
