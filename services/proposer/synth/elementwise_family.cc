@@ -8,6 +8,7 @@
 // (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -677,8 +678,14 @@ class ElementwiseFamily : public Family {
       return absl::UnimplementedError(absl::StrCat(
           target.nodes(0).op(), " works in place; the synthesizer writes separate outputs"));
     }
-    if (op == "relu") {
-      p.op = UnaryOp::kRelu;
+    // The one-input ops without arguments.
+    static const auto* const kPlainUnary = new std::map<std::string, UnaryOp>{
+        {"relu", UnaryOp::kRelu}, {"silu", UnaryOp::kSilu},   {"sigmoid", UnaryOp::kSigmoid},
+        {"tanh", UnaryOp::kTanh}, {"neg", UnaryOp::kNeg},     {"abs", UnaryOp::kAbs},
+        {"exp", UnaryOp::kExp},   {"sqrt", UnaryOp::kSqrt},   {"rsqrt", UnaryOp::kRsqrt},
+        {"sin", UnaryOp::kSin},   {"cos", UnaryOp::kCos}};
+    if (auto plain = kPlainUnary->find(op); plain != kPlainUnary->end()) {
+      p.op = plain->second;
     } else if (op == "gelu") {
       std::string approximate = "none";
       if (!args.IsNone("approximate", 1)) {
@@ -692,26 +699,6 @@ class ElementwiseFamily : public Family {
         return absl::InvalidArgumentError(
             absl::StrCat("gelu: unknown approximate='", approximate, "'"));
       }
-    } else if (op == "silu") {
-      p.op = UnaryOp::kSilu;
-    } else if (op == "sigmoid") {
-      p.op = UnaryOp::kSigmoid;
-    } else if (op == "tanh") {
-      p.op = UnaryOp::kTanh;
-    } else if (op == "neg") {
-      p.op = UnaryOp::kNeg;
-    } else if (op == "abs") {
-      p.op = UnaryOp::kAbs;
-    } else if (op == "exp") {
-      p.op = UnaryOp::kExp;
-    } else if (op == "sqrt") {
-      p.op = UnaryOp::kSqrt;
-    } else if (op == "rsqrt") {
-      p.op = UnaryOp::kRsqrt;
-    } else if (op == "sin") {
-      p.op = UnaryOp::kSin;
-    } else if (op == "cos") {
-      p.op = UnaryOp::kCos;
     } else if (op == "pow") {
       const std::string& overload = target.nodes(0).overload();
       if (overload != "Tensor_Scalar") {
