@@ -23,9 +23,8 @@ namespace kforge::synth {
 namespace {
 
 enum class UnaryOp {
-  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kSin, kCos,
-  kPow,
-  kTo, kAdd, kSub, kMul, kDiv
+  kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kSin,
+  kCos, kPow, kTo, kAdd, kSub, kMul, kDiv
 };
 
 struct ElementwiseProblem {
@@ -35,8 +34,8 @@ struct ElementwiseProblem {
   v1::DType out_dtype = v1::FLOAT32;
   double alpha = 1.0;
   double exponent = 1.0;  // pow by a number
-  // add/mul whose `other` is a number the capture recorded (a traced Python number, a 0-dim
-  // CPU tensor): baked into the kernel, which then has the one input `self`.
+  // add/sub/mul/div whose `other` is a number the capture recorded (a traced Python number, a
+  // 0-dim CPU tensor): baked into the kernel, which then has the one input `self`.
   std::optional<double> other_value;
   bool broadcast = false;  // some input is not of the output's shape
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
