@@ -332,6 +332,10 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("add_number", "elementwise",
         TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
             .Scalar("other", Int(1)).Scalar("alpha", Float(0.5)).Output(Dense(x, t)));
+    // An inverted attention mask: 1.0 - mask (rsub.Scalar).
+    add("rsub_scalar", "elementwise",
+        TargetBuilder("aten::rsub", "Scalar").Tensor("self", Dense(x, t))
+            .Scalar("other", Float(1.0)).Scalar("alpha", Int(1)).Output(Dense(x, t)));
     add("div_number", "elementwise",
         TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
             .Scalar("other", Float(11.313708498984761)).Output(Dense(x, t)));

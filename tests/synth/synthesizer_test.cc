@@ -299,7 +299,8 @@ TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
     for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
              {"mul_number", "return a * ((float)0.088388347648318447);"},
              {"add_number", "return a + ((float)0.5) * ((float)1);"},
-             {"div_number", "return a * (1.f / ((float)11.313708498984761));"}}) {
+             {"div_number", "return a * (1.f / ((float)11.313708498984761));"},
+             {"rsub_scalar", "return ((float)1) - a;"}}) {
       SCOPED_TRACE(absl::StrCat(v1::DType_Name(dtype), " ", name));
       const v1::Target target = Sample(samples, name).target;
       EXPECT_EQ(FamilyRegistry::Default().FamilyFor(target), "elementwise");
@@ -379,7 +380,15 @@ TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {
   v1::Target t = Sample(samples, "div_broadcast").target;
   t.mutable_nodes(0)->set_overload("Tensor_mode");
   EXPECT_THAT(Refusal(t), HasSubstr("aten::div.Tensor_mode: the elementwise family covers "
-                                    "div.Tensor only"));
+                                    "div.Tensor and div.Scalar only"));
+  // rsub of two tensors: other - alpha * self.
+  t = Sample(samples, "sub_alpha").target;
+  t.mutable_nodes(0)->set_op("aten::rsub");
+  auto rsub = Bind(t);
+  ASSERT_NE(rsub, nullptr);
+  auto kernel = rsub->Generate(*rsub->Space().Parse("threads=256;vec=1;ilp=1;grid=oneshot"));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("return b - ((float)2) * a;"));
 }
 
 TEST(SynthesizerTest, UnsupportedTargetIsARefusalNotAnError) {

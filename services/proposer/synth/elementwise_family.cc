@@ -1,11 +1,11 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, neg, abs, exp, sqrt,
 // rsqrt, sin, cos, pow by a number, to (a dtype conversion between float32, float16 and
-// bfloat16), and add / sub / mul / div with broadcasting (each broadcast input is read through
-// the output's dims merged into groups, device/broadcast_groups.cuh) or by a number the capture
-// recorded (a traced Python number, baked into the kernel). Flat inputs and broadcasts along
-// whole last-dim runs take the vectorized path; anything else the per-element path. An input
-// broadcast over whole output rows (a mask, a bias) may be loaded once for several rows
-// (`reuse`, kf_reuse_rows).
+// bfloat16), and add / sub / rsub / mul / div with broadcasting (each broadcast input is read
+// through the output's dims merged into groups, device/broadcast_groups.cuh) or by a number
+// (a traced Python number the capture recorded, or a Scalar argument; baked into the kernel).
+// Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
+// the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
+// loaded once for several rows (`reuse`, kf_reuse_rows).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -24,7 +24,7 @@ namespace {
 
 enum class UnaryOp {
   kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kSin,
-  kCos, kPow, kTo, kAdd, kSub, kMul, kDiv
+  kCos, kPow, kTo, kAdd, kSub, kRsub, kMul, kDiv
 };
 
 struct ElementwiseProblem {
@@ -34,7 +34,7 @@ struct ElementwiseProblem {
   v1::DType out_dtype = v1::FLOAT32;
   double alpha = 1.0;
   double exponent = 1.0;  // pow by a number
-  // add/sub/mul/div whose `other` is a number the capture recorded (a traced Python number, a
+  // add/sub/rsub/mul/div whose `other` is a number the capture recorded (a traced Python number, a
   // 0-dim CPU tensor): baked into the kernel, which then has the one input `self`.
   std::optional<double> other_value;
   bool broadcast = false;  // some input is not of the output's shape
@@ -352,6 +352,11 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       if (p.alpha == 1.0) return absl::StrCat("return a", sign, b, ";");
       return absl::StrCat("return a", sign, FloatLiteral(p.alpha), " * ", b, ";");
     }
+    case UnaryOp::kRsub: {  // other - alpha * self
+      const std::string b = p.other_value ? FloatLiteral(*p.other_value) : "b";
+      if (p.alpha == 1.0) return absl::StrCat("return ", b, " - a;");
+      return absl::StrCat("return ", b, " - ", FloatLiteral(p.alpha), " * a;");
+    }
     case UnaryOp::kMul:
       return absl::StrCat("return a * ", p.other_value ? FloatLiteral(*p.other_value) : "b", ";");
     case UnaryOp::kDiv:
@@ -664,7 +669,7 @@ class ElementwiseFamily : public Family {
     return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
             "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
             "aten::sin",  "aten::cos",  "aten::pow",  "aten::to",      "aten::add",
-            "aten::sub",  "aten::mul",  "aten::div"};
+            "aten::sub",  "aten::rsub", "aten::mul",  "aten::div"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -712,19 +717,22 @@ class ElementwiseFamily : public Family {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
       p.name = absl::StrCat("to ", DTypeName(args.output(0).dtype()));
-    } else if (op == "add" || op == "sub" || op == "mul" || op == "div") {
+    } else if (op == "add" || op == "sub" || op == "rsub" || op == "mul" || op == "div") {
+      // .Scalar (a scripted `x * 2.0`) computes as .Tensor with a traced number.
       const std::string& overload = target.nodes(0).overload();
-      if (!overload.empty() && overload != "Tensor") {
+      if (!overload.empty() && overload != "Tensor" && overload != "Scalar") {
         return absl::UnimplementedError(absl::StrCat(
             target.nodes(0).op(), ".", overload, ": the elementwise family covers ", op,
-            ".Tensor only"));
+            ".Tensor and ", op, ".Scalar only"));
       }
-      p.op = op == "add" ? UnaryOp::kAdd
-             : op == "sub" ? UnaryOp::kSub
-             : op == "mul" ? UnaryOp::kMul
-                           : UnaryOp::kDiv;
+      p.op = op == "add"    ? UnaryOp::kAdd
+             : op == "sub"  ? UnaryOp::kSub
+             : op == "rsub" ? UnaryOp::kRsub
+             : op == "mul"  ? UnaryOp::kMul
+                            : UnaryOp::kDiv;
       p.num_inputs = 2;
-      if ((p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub) && !args.IsNone("alpha", 2)) {
+      if ((p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) &&
+          !args.IsNone("alpha", 2)) {
         KF_ASSIGN_OR_RETURN(p.alpha, args.Float("alpha", 2));
       }
       if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
