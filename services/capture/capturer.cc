@@ -207,9 +207,10 @@ bool IsTensorListLike(const c10::IValue& v) {
 }
 
 // The printable signature of a call's inputs: the grouping key together with the op.
-std::string InputsText(c10::ArrayRef<const c10::IValue> inputs) {
+// host_scalar: HostScalarArgs(inputs).
+std::string InputsText(c10::ArrayRef<const c10::IValue> inputs,
+                       const std::vector<bool>& host_scalar) {
   std::string out;
-  const std::vector<bool> host_scalar = HostScalarArgs(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i) out += ", ";
     const c10::IValue& v = inputs[i];
@@ -286,7 +287,8 @@ void AddTensorInput(Group& g, const at::Tensor& t) {
 
 // Builds a group's description from the first call that has its signature.
 Group DescribeCall(const at::RecordFunction& fn, const std::optional<c10::FunctionSchema>& schema,
-                   c10::ArrayRef<const c10::IValue> inputs, std::string signature) {
+                   c10::ArrayRef<const c10::IValue> inputs, const std::vector<bool>& host_scalar,
+                   std::string signature) {
   Group g;
   g.proto.set_op(OpName(fn));
   g.proto.set_overload(Overload(fn));
@@ -298,7 +300,6 @@ Group DescribeCall(const at::RecordFunction& fn, const std::optional<c10::Functi
     g.num_returns = static_cast<int>(schema->returns().size());
   }
   int tensor_count = 0;
-  const std::vector<bool> host_scalar = HostScalarArgs(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
                                                                 : absl::StrCat("arg", i);
@@ -493,11 +494,14 @@ class Recorder {
     // Everything that costs time happens before the start mark, so it is not in the op.
     const std::optional<c10::FunctionSchema> schema = fn.operator_schema();
     const c10::ArrayRef<const c10::IValue> inputs = CallInputs(fn, schema);
-    std::string signature = InputsText(inputs);
+    const std::vector<bool> host_scalar = HostScalarArgs(inputs);
+    std::string signature = InputsText(inputs, host_scalar);
     std::string key = absl::StrCat(OpName(fn), ".", Overload(fn), "(", signature, ")");
     auto [it, inserted] = key_index_.try_emplace(key, static_cast<int>(groups_.size()));
-    if (inserted) groups_.push_back(DescribeCall(fn, schema, inputs, std::move(signature)));
-    if (capture_ != nullptr) MaybeCaptureInputs(key, inputs);
+    if (inserted) {
+      groups_.push_back(DescribeCall(fn, schema, inputs, host_scalar, std::move(signature)));
+    }
+    if (capture_ != nullptr) MaybeCaptureInputs(key, inputs, host_scalar);
     if (keep_sequence_) sequence_.push_back(it->second);
     StartTiming(ctx.get(), it->second);
     return ctx;
@@ -532,13 +536,13 @@ class Recorder {
     if (!g.outputs_known) RecordOutputs(g, fn);
   }
 
-  void MaybeCaptureInputs(const std::string& key, c10::ArrayRef<const c10::IValue> inputs) {
+  void MaybeCaptureInputs(const std::string& key, c10::ArrayRef<const c10::IValue> inputs,
+                          const std::vector<bool>& host_scalar) {
     auto it = capture_->wanted.find(key);
     if (it == capture_->wanted.end() || capture_->done[it->second]) return;
     const int target = it->second;
     capture_->done[target] = true;
     std::vector<at::Tensor> tensors;
-    const std::vector<bool> host_scalar = HostScalarArgs(inputs);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const c10::IValue& v = inputs[i];
       if (host_scalar[i]) continue;  // recorded as a scalar argument

@@ -38,7 +38,6 @@ GPUS=()
 [[ -n ${KFORGE_GPU_OPTIMIZE_GPUS:-} ]] && GPUS=(--gpus "$KFORGE_GPU_OPTIMIZE_GPUS")
 TORCH_BUDGET_S=${KFORGE_GPU_TORCH_BUDGET_S:-300}
 mkdir -p "$M" "$OUT_DIR"
-runs=()
 # name | factory | export/factory keyword arguments | seed paper's op:K
 MODELS=(
   "resnet50_b1|examples/resnet50.py:make|batch=1|"

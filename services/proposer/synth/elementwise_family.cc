@@ -301,6 +301,8 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs a
 )";
 
 std::string OpBody(const ElementwiseProblem& p, bool fast) {
+  // The second operand: input 1, or the number, rounded to float as aten computes with it.
+  const std::string other = p.other_value ? FloatLiteral(*p.other_value) : "b";
   switch (p.op) {
     case UnaryOp::kRelu:
       // NaN stays NaN, as aten's relu (clamp_min).
@@ -346,24 +348,18 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return "return a;";
     case UnaryOp::kAdd:
     case UnaryOp::kSub: {
-      // aten computes in float, the number rounded to float, as these literals are.
       const char* sign = p.op == UnaryOp::kAdd ? " + " : " - ";
-      const std::string b = p.other_value ? FloatLiteral(*p.other_value) : "b";
-      if (p.alpha == 1.0) return absl::StrCat("return a", sign, b, ";");
-      return absl::StrCat("return a", sign, FloatLiteral(p.alpha), " * ", b, ";");
+      if (p.alpha == 1.0) return absl::StrCat("return a", sign, other, ";");
+      return absl::StrCat("return a", sign, FloatLiteral(p.alpha), " * ", other, ";");
     }
-    case UnaryOp::kRsub: {  // other - alpha * self
-      const std::string b = p.other_value ? FloatLiteral(*p.other_value) : "b";
-      if (p.alpha == 1.0) return absl::StrCat("return ", b, " - a;");
-      return absl::StrCat("return ", b, " - ", FloatLiteral(p.alpha), " * a;");
-    }
+    case UnaryOp::kRsub:  // other - alpha * self
+      if (p.alpha == 1.0) return absl::StrCat("return ", other, " - a;");
+      return absl::StrCat("return ", other, " - ", FloatLiteral(p.alpha), " * a;");
     case UnaryOp::kMul:
-      return absl::StrCat("return a * ", p.other_value ? FloatLiteral(*p.other_value) : "b", ";");
+      return absl::StrCat("return a * ", other, ";");
     case UnaryOp::kDiv:
       // By a number aten multiplies by its float reciprocal; by a tensor it divides (IEEE).
-      if (p.other_value) {
-        return absl::StrCat("return a * (1.f / ", FloatLiteral(*p.other_value), ");");
-      }
+      if (p.other_value) return absl::StrCat("return a * (1.f / ", other, ");");
       return "return a / b;";
   }
   return "return a;";
@@ -688,6 +684,10 @@ class ElementwiseFamily : public Family {
         {"tanh", UnaryOp::kTanh}, {"neg", UnaryOp::kNeg},     {"abs", UnaryOp::kAbs},
         {"exp", UnaryOp::kExp},   {"sqrt", UnaryOp::kSqrt},   {"rsqrt", UnaryOp::kRsqrt},
         {"sin", UnaryOp::kSin},   {"cos", UnaryOp::kCos}};
+    // self (op) other, other a tensor or a number.
+    static const auto* const kArithmetic = new std::map<std::string, UnaryOp>{
+        {"add", UnaryOp::kAdd}, {"sub", UnaryOp::kSub}, {"rsub", UnaryOp::kRsub},
+        {"mul", UnaryOp::kMul}, {"div", UnaryOp::kDiv}};
     if (auto plain = kPlainUnary->find(op); plain != kPlainUnary->end()) {
       p.op = plain->second;
     } else if (op == "gelu") {
@@ -717,7 +717,7 @@ class ElementwiseFamily : public Family {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
       p.name = absl::StrCat("to ", DTypeName(args.output(0).dtype()));
-    } else if (op == "add" || op == "sub" || op == "rsub" || op == "mul" || op == "div") {
+    } else if (auto arithmetic = kArithmetic->find(op); arithmetic != kArithmetic->end()) {
       // .Scalar (a scripted `x * 2.0`) computes as .Tensor with a traced number.
       const std::string& overload = target.nodes(0).overload();
       if (!overload.empty() && overload != "Tensor" && overload != "Scalar") {
@@ -725,11 +725,7 @@ class ElementwiseFamily : public Family {
             target.nodes(0).op(), ".", overload, ": the elementwise family covers ", op,
             ".Tensor and ", op, ".Scalar only"));
       }
-      p.op = op == "add"    ? UnaryOp::kAdd
-             : op == "sub"  ? UnaryOp::kSub
-             : op == "rsub" ? UnaryOp::kRsub
-             : op == "mul"  ? UnaryOp::kMul
-                            : UnaryOp::kDiv;
+      p.op = arithmetic->second;
       p.num_inputs = 2;
       if ((p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) &&
           !args.IsNone("alpha", 2)) {
