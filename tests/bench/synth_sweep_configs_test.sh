@@ -3,7 +3,8 @@
 # the given configs are swept (two configs that differ only in `grid` share one source, so one
 # compile), and a config outside the space fails the run with an error naming it; --sources
 # writes a named model row's kernel with its config on the first line; --priors writes one
-# prior per valid config, and names a path it cannot write.
+# prior per valid config, and names a path it cannot write; --where keeps only the configs
+# with its values, and names a term that is not name=value.
 #   synth_sweep_configs_test.sh KFORGE_SYNTH_SWEEP
 set -uo pipefail
 SWEEP=$1
@@ -38,4 +39,15 @@ awk -F'\t' -v row=$ROW '$1 != row || $3 <= 0 { bad = 1 } END { exit bad }' "$DIR
   fail "--priors: a line is not row, config, positive microseconds"
 out=$("$SWEEP" --rows $ROW --priors "$DIR/missing/priors.tsv" 2>&1) && fail "--priors into a missing dir must fail"
 echo "$out" | grep -q "\-\-priors $DIR/missing/priors.tsv: cannot write" || fail "--priors must name the path: $out"
+mkdir -p "$DIR/where"
+out=$("$SWEEP" --rows $ROW --where "row_threads=4;grid=stride" --max-configs 0 --compile-only \
+  --jobs 1 --sources "$DIR/where" 2>&1) || fail "--where failed:"$'\n'"$out"
+swept=$(echo "$out" | sed -n "s/^$ROW: .* \([0-9]*\) to sweep.*/\1/p")
+[[ -n $swept && $swept -gt 0 ]] || fail "--where: nothing to sweep:"$'\n'"$out"
+[[ $(ls "$DIR/where"/*.cu | wc -l) -gt 0 ]] || fail "--where: no sources written"
+if grep -L "^// .*row_threads=4;.*grid=stride" "$DIR/where"/*.cu | grep -q .; then
+  fail "--where: a config without row_threads=4 and grid=stride was swept"
+fi
+out=$("$SWEEP" --rows $ROW --where "grid" --compile-only 2>&1) && fail "--where grid must fail"
+echo "$out" | grep -q "\-\-where 'grid': 'grid' is not name=value" || fail "--where must name the term: $out"
 echo "synth_sweep_configs_test: all checks passed"

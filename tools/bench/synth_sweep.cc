@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -208,6 +209,7 @@ struct PrepareOptions {
   std::string resume_dir;    // --resume: carry the configs finished in this --details dir
   bool finish_only = false;  // --finish: sweep nothing new
   std::vector<std::string> configs;  // --configs: sweep exactly these (config strings)
+  std::vector<std::pair<std::string, std::string>> where;  // --where: only configs with these
   std::string sources_dir;  // --sources: write each kernel's source and plan here
   std::string priors_path;  // --priors: append each valid config's prior here, sweep nothing
 };
@@ -268,6 +270,10 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     }
   } else {
     row.configs = SweepOrder(*row.generator, row.enumeration.valid, seed);
+    std::erase_if(row.configs, [&](const Config& c) {
+      return absl::c_any_of(options.where,
+                            [&](const auto& kv) { return c.Get(kv.first) != kv.second; });
+    });
     if (max_configs > 0 && static_cast<int>(row.configs.size()) > max_configs) {
       row.configs.resize(static_cast<size_t>(max_configs));
     }
@@ -1022,7 +1028,7 @@ std::string ExeDir() {
 int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
-  std::string shard_text, resume_dir, configs_text, sources_dir, priors_path;
+  std::string shard_text, resume_dir, configs_text, where_text, sources_dir, priors_path;
   int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8, quick_chunk = 2048;
   bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
        resume = false;
@@ -1036,6 +1042,9 @@ int Main(int argc, char** argv) {
                  "sweep exactly these configs of the --rows row, '|'-separated, each as the "
                  "--details files print it (name=value;name=value...): to re-time or profile "
                  "chosen kernels");
+  app.add_option("--where", where_text,
+                 "sweep only the valid configs with these values, name=value;name=value "
+                 "(split_mode=sync: one way of the space, measured on its own)");
   app.add_option("--time-budget-s", budget_s,
                  "with --max-configs: stop compiling a row once its share of this many seconds "
                  "is spent (rows share it evenly, earlier rows' savings pass on); exhaustive "
@@ -1102,6 +1111,16 @@ int Main(int argc, char** argv) {
   app.add_flag("--shape-generic", shape_generic,
                "full validation also on the evaluator's held-out shape");
   CLI11_PARSE(app, argc, argv);
+  std::vector<std::pair<std::string, std::string>> where;
+  for (absl::string_view term : absl::StrSplit(where_text, ';', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(term, absl::MaxSplits('=', 1));
+    if (kv.second.empty()) {
+      std::cerr << "--where '" << where_text << "': '" << term
+                << "' is not name=value (for example split_mode=sync)\n";
+      return 2;
+    }
+    where.push_back(std::move(kv));
+  }
   bench::Shard shard;
   if (!shard_text.empty()) {
     absl::StatusOr<bench::Shard> parsed = bench::ParseShard(shard_text);
@@ -1263,6 +1282,7 @@ int Main(int argc, char** argv) {
     prepare.resume_dir = resume_dir;
     prepare.finish_only = finish;
     if (!configs_text.empty()) prepare.configs = absl::StrSplit(configs_text, '|');
+    prepare.where = where;
     prepare.sources_dir = sources_dir;
     prepare.priors_path = priors_path;
     for (size_t i = 0; i < rows.size(); ++i) {

@@ -40,6 +40,8 @@
 # a finishing call then needs ~100 s, not ~250.
 #
 # KFORGE_SWEEP_ROWS=id,id picks rows, anchor or model rows (`kforge-synth-sweep --rows x` lists them).
+# KFORGE_SWEEP_WHERE='name=value;...' sweeps only the configs with those values (a capped call's
+# table ranks those alone; an exhaustive call's --finish ranks them with the resumed details).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=${1:-out/gpu-check}
@@ -49,6 +51,9 @@ MODE=${KFORGE_SWEEP_MODE:-capped}
 TORCH_BUDGET=${KFORGE_SWEEP_TORCH_BUDGET_S:-75}
 row_args=()
 [[ -n ${KFORGE_SWEEP_ROWS:-} ]] && row_args=(--rows "$KFORGE_SWEEP_ROWS")
+# The sweeping runs only: an exhaustive call's --finish still ranks every config its details hold.
+sweep_args=("${row_args[@]}")
+[[ -n ${KFORGE_SWEEP_WHERE:-} ]] && sweep_args+=(--where "$KFORGE_SWEEP_WHERE")
 
 if [[ ! -x $SWEEP ]]; then
   echo "$SWEEP is missing: build the kforge-synth-sweep target (tools/build) before tools/gpu-pack" |
@@ -87,7 +92,7 @@ if [[ $MODE == capped ]]; then
   # The sweep. Hard limit: its budget plus the last rows' validation; the table file keeps
   # every finished row if it is cut.
   rm -f "$OUT_DIR/synth-sweep.md"
-  timeout $((BUDGET + 150)) "$SWEEP" "${row_args[@]}" --max-configs "$MAX_CONFIGS" \
+  timeout $((BUDGET + 150)) "$SWEEP" "${sweep_args[@]}" --max-configs "$MAX_CONFIGS" \
     --time-budget-s "$BUDGET" "${torch_args[@]}" --out "$OUT_DIR/synth-sweep.md" \
     --details "$OUT_DIR/synth-sweep-details"
   rc=$?
@@ -135,7 +140,7 @@ pack_details() {  # $1: a name of its own for each packer (a killed one may leav
 packer=$!
 pids=()
 for ((i = 0; i < GPUS; i++)); do
-  CUDA_VISIBLE_DEVICES=$i timeout $((BUDGET + 200)) "$SWEEP" "${row_args[@]}" --shard "$i/$GPUS" \
+  CUDA_VISIBLE_DEVICES=$i timeout $((BUDGET + 200)) "$SWEEP" "${sweep_args[@]}" --shard "$i/$GPUS" \
     --resume --quick-only --batch 8 --jobs "$JOBS" --time-budget-s "$BUDGET" \
     --details "$DETAILS" --out "$OUT_DIR/synth-sweep-shard-$i.md" >"$OUT_DIR/synth-sweep-shard-$i.txt" 2>&1 &
   pids+=($!)
