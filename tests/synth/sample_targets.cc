@@ -339,6 +339,10 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("div_number", "elementwise",
         TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
             .Scalar("other", Float(11.313708498984761)).Output(Dense(x, t)));
+    // The scale as a 0-dim float64 tensor the model keeps on the device.
+    add("mul_device_scalar", "elementwise",
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense({}, v1::FLOAT64)).Output(Dense(x, t)));
   }
   {
     // x - alpha * y, and x / y with y broadcast over the rows (a norm's divisor).

@@ -25,6 +25,7 @@ at::ScalarType Torch(v1::DType dtype) {
   switch (dtype) {
     case v1::FLOAT16: return at::kHalf;
     case v1::BFLOAT16: return at::kBFloat16;
+    case v1::FLOAT64: return at::kDouble;
     default: return at::kFloat;
   }
 }

@@ -324,6 +324,31 @@ TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
   EXPECT_THAT(Refusal(t), HasSubstr("other"));
 }
 
+// A one-element float64 tensor on the device (a scale the model keeps there): the kernel
+// reads it as double, once per vector, so the bf16 input still vectorizes to 16 bytes; a
+// float64 tensor of more elements is refused with the reason.
+TEST(SynthesizerTest, AOneElementFloat64OperandIsReadAsAScalar) {
+  const v1::Target target = Sample(SampleTargets(v1::BFLOAT16), "mul_device_scalar").target;
+  auto generator = Bind(target);
+  ASSERT_NE(generator, nullptr);
+  auto config = generator->Space().Parse("threads=256;vec=8;ilp=1;grid=stride");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(generator->Check(*config), "");
+  EXPECT_EQ(generator->Space().Find("reuse"), nullptr);  // a scalar spans no output row
+  auto kernel = generator->Generate(*config);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("typedef double T1;"));
+  EXPECT_THAT(kernel->source, HasSubstr("float kf_to_float(double x)"));
+  EXPECT_THAT(kernel->source, HasSubstr("return a * b;"));
+  EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"alignment_bytes\": 16"));
+  EXPECT_DOUBLE_EQ(generator->MinBytes(), 2.0 * 2 * 8 * 256 * 256 * 2 + 8);
+
+  v1::Target wide = target;
+  wide.mutable_inputs(1)->add_sizes(2);
+  wide.mutable_inputs(1)->add_strides(1);
+  EXPECT_THAT(Refusal(wide), HasSubstr("other has dtype float64"));
+}
+
 // The one-input math ops and pow by a number, each as aten's CUDA kernel computes it; pow by a
 // tensor is another overload, refused.
 TEST(SynthesizerTest, UnaryMathAndPowByANumberComputeAsAten) {

@@ -1,8 +1,9 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, neg, abs, exp, sqrt,
 // rsqrt, sin, cos, pow by a number, to (a dtype conversion between float32, float16 and
 // bfloat16), and add / sub / rsub / mul / div with broadcasting (each broadcast input is read
-// through the output's dims merged into groups, device/broadcast_groups.cuh) or by a number
-// (a traced Python number the capture recorded, or a Scalar argument; baked into the kernel).
+// through the output's dims merged into groups, device/broadcast_groups.cuh), by a number
+// (a traced Python number the capture recorded, or a Scalar argument; baked into the kernel)
+// or by a one-element float64 tensor on the device (read by the kernel).
 // Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
 // the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
 // loaded once for several rows (`reuse`, kf_reuse_rows).
@@ -37,6 +38,10 @@ struct ElementwiseProblem {
   // add/sub/rsub/mul/div whose `other` is a number the capture recorded (a traced Python number, a
   // 0-dim CPU tensor): baked into the kernel, which then has the one input `self`.
   std::optional<double> other_value;
+  // An input of one float64 element (a scalar tensor the model keeps on the device, such as
+  // an attention scale): read once per vector, so it sets neither the vector width nor the
+  // alignment.
+  bool device_scalar[2] = {false, false};
   bool broadcast = false;  // some input is not of the output's shape
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
@@ -245,10 +250,13 @@ __device__ __forceinline__ void kf_setup(const KfArgs& args, KfSetup& s) {
   const bool flat0 = kf_flat(args.inputs[0], out), flat1 = kf_flat(args.inputs[KF_NIN - 1], out);
   s.mode0 = kf_mode(args.inputs[0], out, KF_VEC);
   s.mode1 = KF_NIN == 2 ? kf_mode(args.inputs[KF_NIN - 1], out, KF_VEC) : KF_FLAT;
+  // An input of constant mode is read one element per vector: any alignment does.
+  const bool aligned0 =
+      s.mode0 == KF_CONST || kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0));
+  const bool aligned1 =
+      s.mode1 == KF_CONST || kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
   bool vec_ok = KF_VEC > 1 && s.mode0 != KF_SCALAR_ONLY && s.mode1 != KF_SCALAR_ONLY &&
-                kf_aligned(out.data, KF_VEC * (int)sizeof(TO)) &&
-                kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
-                kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
+                kf_aligned(out.data, KF_VEC * (int)sizeof(TO)) && aligned0 && aligned1;
   s.path = !vec_ok ? KF_PATH_SCALAR : small && kf_is_captured(args) ? KF_PATH_CAPTURED
                                                                     : KF_PATH_VEC;
   if (!vec_ok) {  // element by element, a scalar mode per input
@@ -445,9 +453,12 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     return src;
   }
 
+  // The widest element a vector loads or stores.
   int MaxElementSize() const {
     int size = ElementSize(p_.out_dtype);
-    for (int i = 0; i < p_.num_inputs; ++i) size = std::max(size, ElementSize(p_.in_dtype[i]));
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      if (!p_.device_scalar[i]) size = std::max(size, ElementSize(p_.in_dtype[i]));
+    }
     return size;
   }
 
@@ -554,6 +565,11 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     CudaType(p_.out_dtype), " TO;\n#define KF_THREADS ", threads,
                     "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n#define KF_REUSE ",
                     Reuse(c), "\n#define KF_NIN ", p_.num_inputs, "\n");
+    if (p_.device_scalar[0] || p_.device_scalar[1]) {
+      // Converted as aten's CUDA kernels load it (in this source only: a change to the shared
+      // preamble would change every kernel, and every sweep's results belong to kernels).
+      src += "__device__ __forceinline__ float kf_to_float(double x) { return (float)x; }\n";
+    }
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
     src += FastDivideSource();
@@ -655,7 +671,9 @@ int64_t ReuseInner(const ElementwiseProblem& p) {
   if (p.num_inputs != 2) return 0;
   const bool flat0 = p.in_sizes[0] == p.out_sizes, flat1 = p.in_sizes[1] == p.out_sizes;
   if (flat0 == flat1) return 0;
-  return kf_row_span(p.in_tensor[flat0 ? 1 : 0], p.out_tensor);
+  // A span of one element is a scalar, read once per vector already (constant mode).
+  const int64_t inner = kf_row_span(p.in_tensor[flat0 ? 1 : 0], p.out_tensor);
+  return inner > 1 ? inner : 0;
 }
 
 class ElementwiseFamily : public Family {
@@ -759,7 +777,9 @@ class ElementwiseFamily : public Family {
             target.nodes(0).op(), ": '", names[i], "' must be input ", i, " of the target"));
       }
       const v1::TensorSignature& in = args.input(i);
-      KF_RETURN_IF_ERROR(RequireDenseFloat(in, names[i]));
+      p.device_scalar[i] = p.num_inputs == 2 && in.dtype() == v1::FLOAT64 && Numel(in) == 1;
+      KF_RETURN_IF_ERROR(p.device_scalar[i] ? RequireDense(in, names[i])
+                                            : RequireDenseFloat(in, names[i]));
       if (in.sizes_size() > out.sizes_size()) {
         return absl::InvalidArgumentError(absl::StrCat(names[i], " has more dims than the output"));
       }

@@ -297,8 +297,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
 // of a source counts against the compile policy's size limit, #if'd out or not).
 constexpr char kSyncEntries[] = R"(
 // A sync split: one cooperative launch whose items are (row block, chunk) pairs in
-// row-block-major order, taken in sweeps of gridDim.x (every resident block, at least
-// KF_SPLIT: a row block's chunks fall in one sweep or two adjacent ones). Software-pipelined:
+// row-block-major order, taken in sweeps of gridDim.x, a multiple of KF_SPLIT (so a row
+// block's chunks fall in one sweep and its blocks are resident together). Software-pipelined:
 // a block reads item k (pass 0; its partial statistics published, its chunk kept in shared
 // memory or left in L2), then writes item k-1, whose row's blocks have long since published:
 // DRAM sees reads and writes together and the wait for a row's last block is hidden.
@@ -362,15 +362,11 @@ __device__ __forceinline__ TI* kf_sync_buffer(int buf, int rib, kf_i64 chunk) {
 }
 
 // Pass 0 over an item's chunk: its statistics published, then counted in at the row block's
-// arrival counter. The block that arrives last merges the row block's partials (in a fixed
-// order: every run gets the same bits) into each row's first slot and releases the counter
-// past KF_SPLIT; the others read that one statistic. (Every block merging all KF_SPLIT
-// partials itself read as many bytes from L2 as its chunk holds at a split of 1024.)
+// arrival counter.
 template <int V>
 __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& it, kf_i64 cols,
                                              int lane, int rib, KfStat (*red)[KF_WARPS],
                                              TI* sbuf, KfStat* partials, unsigned* arrivals) {
-  __shared__ bool last;
   const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, it.row, cols);
@@ -388,38 +384,29 @@ __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& i
     __threadfence();
   }
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(arrivals + it.rb, 1u) == (unsigned)KF_SPLIT - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  s = kf_identity<0>();
-  if (it.valid) {
-    for (int q = lane; q < KF_SPLIT; q += KF_RT) {
-      s = kf_merge<0>(s, kf_load_partial(partials + it.row * KF_SPLIT + q));
-    }
-  }
-  s = kf_reduce_row<0>(s, lane, rib, red);
-  if (it.valid && lane == 0) {
-    partials[it.row * KF_SPLIT] = s;
-    __threadfence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) atomicExch(arrivals + it.rb, (unsigned)KF_SPLIT + 1);
+  if (threadIdx.x == 0) atomicAdd(arrivals + it.rb, 1u);
 }
 
-// Waits for the item's row block's statistics, then writes the chunk.
+// Waits for the item's row block to be complete, merges the row's partials (fixed order: every
+// block of the row gets the same bits) and writes the chunk.
 template <int V>
 __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& it, kf_i64 cols,
                                               int lane, int rib, KfStat (*red)[KF_WARPS],
                                               const TI* sbuf, const KfStat* partials,
                                               const unsigned* arrivals) {
   if (threadIdx.x == 0) {
-    while (kf_load_acquire(arrivals + it.rb) <= (unsigned)KF_SPLIT) __nanosleep(64);
+    while (kf_load_acquire(arrivals + it.rb) < (unsigned)KF_SPLIT) __nanosleep(64);
   }
   __syncthreads();
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, it.row, cols);
-  KfStat s = it.valid ? kf_load_partial(partials + it.row * KF_SPLIT) : kf_identity<0>();
+  KfStat s = kf_identity<0>();
+  if (it.valid) {
+    for (int q = lane; q < KF_SPLIT; q += KF_RT) {
+      s = kf_merge<0>(s, kf_load_partial(partials + it.row * KF_SPLIT + q));
+    }
+  }
+  s = kf_reduce_row<0>(s, lane, rib, red);
   kf_finish<0>(s, ctx);
 #if KF_PER_ROW
   if (it.valid && lane == 0 && it.part == 0) kf_write_row(s, ctx, args);
@@ -966,12 +953,10 @@ class RowKernelGenerator : public KernelGenerator {
       params.push_back({"reg_cache", {"8", "16", "32", "64"},
                         "elements per thread the register cache holds"});
     }
-    // 32 to 1024 are for a few very long rows (group norm: N * G rows of a million elements),
+    // 32 to 256 are for a few very long rows (group norm: N * G rows of a million elements),
     // which need thousands of blocks to fill the GPU (on the H200, 32 rows split 64 ways left
-    // the best group norm at 38% of the floor), and whose chunks a sync split keeps in shared
-    // memory only when they are small (a row of 8 MB in 256 chunks allows 3 blocks per SM);
-    // clusters stop at 16.
-    params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64", "128", "256", "512", "1024"},
+    // the best group norm at 38% of the floor); clusters stop at 16.
+    params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64", "128", "256"},
                       "blocks that share one row"});
     params.push_back({"split_mode", {"scratch", "cluster", "sync"},
                       "combine a split row through scratch (two launches), through the "
@@ -1355,7 +1340,7 @@ class RowKernelGenerator : public KernelGenerator {
       if (UsesExp(p_.op)) c.Set("fast_math", "0");
       c.Set("grid", "oneshot");
       int split = 2;
-      while (split < 1024 && (p_.rows * split < gpu_.sm_count ||
+      while (split < 256 && (p_.rows * split < gpu_.sm_count ||
                              (!per_row_ && !Check(WithSplit(c, split)).empty()))) {
         split *= 2;
       }
@@ -1506,11 +1491,11 @@ class RowKernelGenerator : public KernelGenerator {
     }
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (sync) {
-      // Partials, then one arrival counter per row block; the grid is the resident blocks
-      // (SyncGrid).
+      // Partials, then one arrival counter per row block; the grid is the resident blocks,
+      // rounded down to whole rows' worth of chunks (SyncGrid).
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      plan.let.push_back(
-          {"GRID", absl::StrCat("min(ITEMS, num_sms * ", ResidentBlocksPerSm(c), ")")});
+      plan.let.push_back({"GRID", absl::StrCat("min(ITEMS, num_sms * ", ResidentBlocksPerSm(c),
+                                               " / ", split, " * ", split, ")")});
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
                                         " + ROW_BLOCKS * 4");
       plan.launches.push_back({"kf_rows_clear",
@@ -1614,9 +1599,11 @@ class RowKernelGenerator : public KernelGenerator {
   }
 
   // A sync split's items (row block, chunk), the bytes of one, and its grid: every resident
-  // block. (Rounded down to whole rows' worth of chunks, as it was, a split of 256 blocks of
-  // 3 per SM ran 256 of the H200's 396.) The plan computes the same from the tensor's sizes. A sweep's chunks are re-read from L2 while they fit in this share of it
-  // (two sweeps' reads and the writes share it).
+  // block, rounded down to whole rows' worth of chunks. The plan computes the same from the
+  // tensor's sizes. A sweep's chunks are re-read from L2 while they fit in this share of it
+  // (two sweeps' reads and the writes share it). Every resident block (rows straddling two
+  // sweeps), splits of 512 and 1024 and the row's last block merging its partials once ran
+  // 1-5% slower on the H200's group norms (2026-12-01-h200-sync-splits-and-models.md).
   static constexpr double kSyncSweepL2Share = 0.25;
   int64_t SyncItems(const Config& c) const {
     const int64_t rpb = c.GetInt("rows_per_block");
@@ -1626,7 +1613,8 @@ class RowKernelGenerator : public KernelGenerator {
     return c.GetInt("rows_per_block") * Chunk(c) * ElementSize(p_.in_dtype);
   }
   int64_t SyncGrid(const Config& c) const {
-    return std::min(SyncItems(c), int64_t{gpu_.sm_count} * ResidentBlocksPerSm(c));
+    const int split = c.GetInt("split");
+    return std::min(SyncItems(c), int64_t{gpu_.sm_count} * ResidentBlocksPerSm(c) / split * split);
   }
 
   // Dynamic shared memory each block of a sync split may use: its share of the SM.

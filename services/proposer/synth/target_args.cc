@@ -189,6 +189,10 @@ absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view 
         std::string(what), " has dtype ", DTypeName(sig.dtype()),
         "; the synthesizer covers float32, float16 and bfloat16"));
   }
+  return RequireDense(sig, what);
+}
+
+absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what) {
   if (!IsContiguous(sig)) {
     return absl::UnimplementedError(absl::StrCat(
         std::string(what), " is not contiguous (sizes [", absl::StrJoin(sig.sizes(), ","), "], strides [",

@@ -58,6 +58,8 @@ class TargetArgs {
 bool IsFloatType(v1::DType dtype);
 // CUDA type name: "float", "__half", "__nv_bfloat16", "long long", ...
 std::string CudaType(v1::DType dtype);
+// Refusal unless `sig` is a contiguous CUDA tensor; `what` names it.
+absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
 // Normalizes a possibly negative dim against `ndim`; OutOfRange when outside.
