@@ -39,8 +39,9 @@ struct ElementwiseProblem {
   // 0-dim CPU tensor): baked into the kernel, which then has the one input `self`.
   std::optional<double> other_value;
   // An input of one float64 element (a scalar tensor the model keeps on the device, such as
-  // an attention scale): read once per vector, so it sets neither the vector width nor the
-  // alignment.
+  // an attention scale): read once per vector, so it does not set the vector width (the
+  // kernel takes its vector path when the pointer is aligned for KF_VEC doubles, as the
+  // caching allocator's 512-byte blocks are).
   bool device_scalar[2] = {false, false};
   bool broadcast = false;  // some input is not of the output's shape
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
@@ -250,13 +251,10 @@ __device__ __forceinline__ void kf_setup(const KfArgs& args, KfSetup& s) {
   const bool flat0 = kf_flat(args.inputs[0], out), flat1 = kf_flat(args.inputs[KF_NIN - 1], out);
   s.mode0 = kf_mode(args.inputs[0], out, KF_VEC);
   s.mode1 = KF_NIN == 2 ? kf_mode(args.inputs[KF_NIN - 1], out, KF_VEC) : KF_FLAT;
-  // An input of constant mode is read one element per vector: any alignment does.
-  const bool aligned0 =
-      s.mode0 == KF_CONST || kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0));
-  const bool aligned1 =
-      s.mode1 == KF_CONST || kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
   bool vec_ok = KF_VEC > 1 && s.mode0 != KF_SCALAR_ONLY && s.mode1 != KF_SCALAR_ONLY &&
-                kf_aligned(out.data, KF_VEC * (int)sizeof(TO)) && aligned0 && aligned1;
+                kf_aligned(out.data, KF_VEC * (int)sizeof(TO)) &&
+                kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
+                kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
   s.path = !vec_ok ? KF_PATH_SCALAR : small && kf_is_captured(args) ? KF_PATH_CAPTURED
                                                                     : KF_PATH_VEC;
   if (!vec_ok) {  // element by element, a scalar mode per input
