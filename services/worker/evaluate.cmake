@@ -65,3 +65,4 @@ target_link_libraries(kforge_evaluate_service PUBLIC
 
 # The worker benchmark lives in tools/bench/.
 include(${CMAKE_SOURCE_DIR}/tools/bench/worker_bench.cmake)
+include(${CMAKE_SOURCE_DIR}/tools/bench/launch_overhead.cmake)

@@ -1,0 +1,181 @@
+// kforge-launch-overhead: what the size of the kernel parameter costs a launch on this GPU.
+// Every kforge kernel takes the whole KfArgs (2,184 bytes: 13 tensors) by value; Inductor's
+// kernels take a few pointers. On the H200, kforge's streaming kernels timed 1-2 µs behind
+// Inductor's beside them while Nsight Compute gave equal kernel durations
+// (docs/benchmarks/2026-12-01-h200-engine-registers-and-reuse.md). This times one grid-stride
+// copy, compiled three times with the same body, whose parameter is KfArgs, three KfTensors
+// (456 bytes) or two pointers and a count (24 bytes), over several sizes, interleaved, each
+// launch L2-flushed and bracketed by CUDA events as the worker times (medians).
+//
+//   kforge-launch-overhead [--reps N] [--sizes-mb 0,1,16,64]
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/kforge_device.h"
+#include "services/worker/compiler.h"
+
+namespace kforge {
+namespace {
+
+constexpr char kSource[] = R"(#include "kforge_device.h"
+struct KfThree { KfTensor t[3]; };
+
+__device__ __forceinline__ void kf_copy(const float4* __restrict__ x, float4* __restrict__ y,
+                                        long long n) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    y[i] = x[i];
+  }
+}
+extern "C" __global__ void copy_kfargs(KfArgs a) {
+  kf_copy((const float4*)a.inputs[0].data, (float4*)a.outputs[0].data, a.inputs[0].numel / 4);
+}
+extern "C" __global__ void copy_three(KfThree a) {
+  kf_copy((const float4*)a.t[0].data, (float4*)a.t[1].data, a.t[0].numel / 4);
+}
+extern "C" __global__ void copy_raw(const float4* x, float4* y, long long n) {
+  kf_copy(x, y, n);
+}
+)";
+
+constexpr char kPlan[] = R"({"launches": [
+  {"entry": "copy_kfargs", "grid": ["1", "1", "1"], "block": [256, 1, 1]},
+  {"entry": "copy_three", "grid": ["1", "1", "1"], "block": [256, 1, 1]},
+  {"entry": "copy_raw", "grid": ["1", "1", "1"], "block": [256, 1, 1]}]})";
+
+struct KfThree {
+  KfTensor t[3];
+};
+
+#define KF_CHECK(call)                                                              \
+  do {                                                                              \
+    CUresult r_ = (call);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                       \
+      const char* name_ = nullptr;                                                  \
+      cuGetErrorName(r_, &name_);                                                   \
+      std::fprintf(stderr, "%s failed: %s\n", #call, name_ ? name_ : "unknown");    \
+      return 1;                                                                     \
+    }                                                                               \
+  } while (0)
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"kforge-launch-overhead: the cost of the kernel parameter's size per launch"};
+  int reps = 200;
+  std::vector<double> sizes_mb = {0, 1, 16, 64};
+  app.add_option("--reps", reps, "timed launches per kernel and size")->check(CLI::Range(3, 100000));
+  app.add_option("--sizes-mb", sizes_mb, "bytes copied, in MiB (0: an empty grid-stride loop)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  if (cuInit(0) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "kforge-launch-overhead needs a CUDA GPU and its driver (cuInit "
+                         "failed); run it on the GPU machine\n");
+    return 2;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  KF_CHECK(cuDeviceGet(&dev, 0));
+  KF_CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  KF_CHECK(cuCtxSetCurrent(ctx));
+  int sms = 0, l2 = 0;
+  KF_CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  KF_CHECK(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
+  char name[256] = {};
+  KF_CHECK(cuDeviceGetName(name, sizeof(name), dev));
+
+  absl::StatusOr<std::unique_ptr<Compiler>> compiler = Compiler::Create({}, nullptr);
+  if (!compiler.ok()) {
+    std::fprintf(stderr, "no compiler: %s\n", std::string(compiler.status().message()).c_str());
+    return 3;
+  }
+  v1::Candidate candidate;
+  candidate.set_source(kSource);
+  candidate.set_launch_plan_json(kPlan);
+  v1::CompileOptions options;
+  options.set_arch(DefaultArch());
+  v1::CompileResult compiled = (*compiler)->Compile(candidate, options);
+  if (compiled.status() != v1::COMPILE_OK) {
+    std::fprintf(stderr, "compile failed: %s\n", compiled.log().c_str());
+    return 3;
+  }
+  CUmodule module;
+  KF_CHECK(cuModuleLoadData(&module, compiled.cubin().data()));
+  const char* names[3] = {"copy_kfargs", "copy_three", "copy_raw"};
+  CUfunction fn[3];
+  for (int k = 0; k < 3; ++k) KF_CHECK(cuModuleGetFunction(&fn[k], module, names[k]));
+
+  const double max_mb = *std::max_element(sizes_mb.begin(), sizes_mb.end());
+  const size_t max_bytes = std::max<size_t>(16, static_cast<size_t>(max_mb * (1 << 20)));
+  CUdeviceptr x, y, flush;
+  const size_t flush_bytes = std::max<size_t>(2 * static_cast<size_t>(l2), 8 << 20);
+  KF_CHECK(cuMemAlloc(&x, max_bytes));
+  KF_CHECK(cuMemAlloc(&y, max_bytes));
+  KF_CHECK(cuMemAlloc(&flush, flush_bytes));
+  KF_CHECK(cuMemsetD8(x, 1, max_bytes));
+  CUstream stream;
+  KF_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUevent start, stop;
+  KF_CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  KF_CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+
+  std::printf("kforge-launch-overhead on %s (%d SMs): a grid-stride float4 copy, 256 threads, "
+              "grid min(blocks, %d SMs x 8); median of %d L2-flushed launches each, "
+              "interleaved, CUDA events\n\n",
+              name, sms, sms, reps);
+  std::printf("| MiB copied | KfArgs (%zu B) µs | 3 KfTensors (%zu B) µs | 2 pointers + n (24 B) µs | "
+              "KfArgs − pointers µs |\n| ---: | ---: | ---: | ---: | ---: |\n",
+              sizeof(KfArgs), sizeof(KfThree));
+  unsigned flush_value = 0;
+  for (double mb : sizes_mb) {
+    const long long bytes = static_cast<long long>(mb * (1 << 20)) / 16 * 16;
+    const long long n4 = bytes / 16;
+    KfArgs args{};
+    args.num_inputs = args.num_outputs = 1;
+    args.inputs[0].data = reinterpret_cast<void*>(x);
+    args.inputs[0].numel = bytes / 4;
+    args.outputs[0].data = reinterpret_cast<void*>(y);
+    args.outputs[0].numel = bytes / 4;
+    KfThree three{};
+    three.t[0] = args.inputs[0];
+    three.t[1] = args.outputs[0];
+    const void* px = reinterpret_cast<void*>(x);
+    void* py = reinterpret_cast<void*>(y);
+    void* params[3][3] = {{&args}, {&three}, {&px, &py, const_cast<long long*>(&n4)}};
+    const unsigned grid =
+        static_cast<unsigned>(std::clamp<long long>((n4 + 255) / 256, 1, 8LL * sms));
+    std::vector<double> us[3];
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int k = 0; k < 3; ++k) {
+        KF_CHECK(cuMemsetD32Async(flush, ++flush_value, flush_bytes / 4, stream));
+        KF_CHECK(cuEventRecord(start, stream));
+        KF_CHECK(cuLaunchKernel(fn[k], grid, 1, 1, 256, 1, 1, 0, stream, params[k], nullptr));
+        KF_CHECK(cuEventRecord(stop, stream));
+        KF_CHECK(cuEventSynchronize(stop));
+        float ms = 0;
+        KF_CHECK(cuEventElapsedTime(&ms, start, stop));
+        us[k].push_back(ms * 1e3);
+      }
+    }
+    const double full = Median(us[0]), mid = Median(us[1]), raw = Median(us[2]);
+    std::printf("| %g | %.2f | %.2f | %.2f | %+.2f |\n", mb, full, mid, raw, full - raw);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kforge
+
+int main(int argc, char** argv) { return kforge::Main(argc, argv); }
