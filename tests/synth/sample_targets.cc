@@ -260,11 +260,31 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::sigmoid", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
     add("tanh", "elementwise",
         TargetBuilder("aten::tanh", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)));
-    for (const char* op : {"neg", "abs", "exp", "sqrt", "rsqrt", "sin", "cos"}) {
+    for (const char* op : {"neg", "abs", "exp", "sqrt", "rsqrt", "sin", "cos", "log", "log1p",
+                           "reciprocal", "erf", "hardsigmoid", "hardswish", "mish", "relu6"}) {
       add(op, "elementwise",
           TargetBuilder(absl::StrCat("aten::", op), "").Tensor("self", Dense(x, t))
               .Output(Dense(x, t)));
     }
+    // The activations with numbers (aten's schema names), and clamps to one or two bounds.
+    add("leaky_relu", "elementwise",
+        TargetBuilder("aten::leaky_relu", "").Tensor("self", Dense(x, t))
+            .Scalar("negative_slope", Float(0.1)).Output(Dense(x, t)));
+    add("hardtanh", "elementwise",
+        TargetBuilder("aten::hardtanh", "").Tensor("self", Dense(x, t))
+            .Scalar("min_val", Float(-0.5)).Scalar("max_val", Float(0.75)).Output(Dense(x, t)));
+    add("clamp_min_only", "elementwise",
+        TargetBuilder("aten::clamp", "").Tensor("self", Dense(x, t))
+            .Scalar("min", Float(-0.3)).Scalar("max", None()).Output(Dense(x, t)));
+    add("clamp_max", "elementwise",
+        TargetBuilder("aten::clamp_max", "").Tensor("self", Dense(x, t))
+            .Scalar("max", Float(0.1)).Output(Dense(x, t)));
+    add("elu", "elementwise",
+        TargetBuilder("aten::elu", "").Tensor("self", Dense(x, t)).Scalar("alpha", Float(1.5))
+            .Scalar("scale", Int(1)).Scalar("input_scale", Int(1)).Output(Dense(x, t)));
+    add("softplus", "elementwise",
+        TargetBuilder("aten::softplus", "").Tensor("self", Dense(x, t)).Scalar("beta", Float(2))
+            .Scalar("threshold", Int(1)).Output(Dense(x, t)));
     // An RMS norm's square: hidden.pow(2).
     add("pow_square", "elementwise",
         TargetBuilder("aten::pow", "Tensor_Scalar").Tensor("self", Dense(x, t))
@@ -339,6 +359,16 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("div_number", "elementwise",
         TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
             .Scalar("other", Float(11.313708498984761)).Output(Dense(x, t)));
+    // Padding masked out of attention scores (a bool mask broadcast over heads), and a whole
+    // tensor zeroed where a mask of its own shape says.
+    S m = pick({2, 1, 256, 256}, {2, 1, 17, 24});
+    add("masked_fill_broadcast", "elementwise",
+        TargetBuilder("aten::masked_fill", "Scalar").Tensor("self", Dense(x, t))
+            .Tensor("mask", Dense(m, v1::BOOL)).Scalar("value", Float(-10000.0))
+            .Output(Dense(x, t)));
+    add("masked_fill_flat", "elementwise",
+        TargetBuilder("aten::masked_fill", "Scalar").Tensor("self", Dense(x, t))
+            .Tensor("mask", Dense(x, v1::BOOL)).Scalar("value", Int(0)).Output(Dense(x, t)));
     // The scale as a 0-dim float64 tensor the model keeps on the device.
     add("mul_device_scalar", "elementwise",
         TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))

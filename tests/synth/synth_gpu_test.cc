@@ -26,6 +26,7 @@ at::ScalarType Torch(v1::DType dtype) {
     case v1::FLOAT16: return at::kHalf;
     case v1::BFLOAT16: return at::kBFloat16;
     case v1::FLOAT64: return at::kDouble;
+    case v1::BOOL: return at::kBool;
     default: return at::kFloat;
   }
 }
@@ -41,6 +42,7 @@ std::string CapturedInputs(const v1::Target& target) {
     const v1::TensorSignature& sig = target.inputs(i);
     std::vector<int64_t> sizes(sig.sizes().begin(), sig.sizes().end());
     at::Tensor t = at::randn(sizes);
+    if (sig.dtype() == v1::BOOL) t = t.gt(0);  // a mask, about half set
     const std::string& role = arg_of[target.input_names(i)];
     if (role == "running_var") t = t.abs() + 0.5;
     if (role == "weight") t = t * 0.1 + 1;

@@ -387,6 +387,63 @@ TEST(SynthesizerTest, UnaryMathAndPowByANumberComputeAsAten) {
                                     "pow.Tensor_Scalar only"));
 }
 
+// The activations and clamps with numbers, each as aten's CUDA kernel computes it: clamps
+// compare in the tensor's type with the bounds rounded to it and keep NaN; hardsigmoid and
+// hardswish take std::max / std::min's NaN; a clamp without a bound, a bound on the device and
+// a mask that is not bool are refused with the reason.
+TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
+           {"log", "return logf(a);"},
+           {"log1p", "return log1pf(a);"},
+           {"reciprocal", "return 1.f / a;"},
+           {"erf", "return erff(a);"},
+           {"hardsigmoid",
+            "lo = t < 0.f ? 0.f : t;\n  return (6.f < lo ? 6.f : lo) * (1.f / 6.f);"},
+           {"hardswish", "return a * (6.f < lo ? 6.f : lo) * (1.f / 6.f);"},
+           {"mish", "return a * tanhf(log1pf(expf(a)));"},
+           {"leaky_relu", "return a > 0.f ? a : a * ((float)0.10000000000000001);"},
+           {"relu6",
+            "lo = kf_to_float(kf_from_float<TO>(((float)0)));\n  const float hi = "
+            "kf_to_float(kf_from_float<TO>(((float)6)));\n  return fminf(fmaxf(a, lo), hi);"},
+           {"hardtanh", "return fminf(fmaxf(a, lo), hi);"},
+           {"clamp_min_only",
+            "if (a != a) return a;\n  const float lo = kf_to_float(kf_from_float<TO>("
+            "((float)-0.29999999999999999)));\n  return fmaxf(a, lo);"},
+           {"clamp_max", "return fminf(a, hi);"},
+           {"elu", "return a > 0.f ? a * ((float)1) : expm1f(a * ((float)1)) * ((float)1.5);"},
+           {"softplus", "return a * ((float)2) > ((float)1) ? a : log1pf(expf(a * ((float)2))) / "
+                        "((float)2);"},
+           {"masked_fill_broadcast", "return b != 0.f ? ((float)-10000) : a;"},
+           {"masked_fill_flat", "return b != 0.f ? ((float)0) : a;"}}) {
+    SCOPED_TRACE(name);
+    auto generator = Bind(Sample(samples, name).target);
+    ASSERT_NE(generator, nullptr);
+    auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 3).front());
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(kernel->source, HasSubstr(body));
+  }
+  // The mask is read as bytes, one per element: bf16 vectors of 8 still fit.
+  auto masked = Bind(Sample(samples, "masked_fill_flat").target);
+  ASSERT_NE(masked, nullptr);
+  auto config = masked->Space().Parse("threads=256;vec=8;ilp=1;grid=stride");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(masked->Check(*config), "");
+  auto kernel = masked->Generate(*config);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("typedef unsigned char T1;"));
+  EXPECT_THAT(kernel->source, HasSubstr("float kf_to_float(unsigned char x)"));
+
+  v1::Target unbounded = Sample(samples, "clamp_min_only").target;
+  for (auto& arg : *unbounded.mutable_nodes(0)->mutable_args()) {
+    if (arg.name() == "min") arg.mutable_scalar()->set_none(true);
+  }
+  EXPECT_THAT(Refusal(unbounded), HasSubstr("clamp without a bound: nothing to compute"));
+  v1::Target not_bool = Sample(samples, "masked_fill_flat").target;
+  not_bool.mutable_inputs(1)->set_dtype(v1::FLOAT32);
+  EXPECT_THAT(Refusal(not_bool), HasSubstr("masked_fill: the mask has dtype float32, not bool"));
+}
+
 // sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is
 // another overload, refused.
 TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {

@@ -74,7 +74,8 @@ int Main(int argc, char** argv) {
   CLI::App app{"kforge-launch-overhead: the cost of the kernel parameter's size per launch"};
   int reps = 200;
   std::vector<double> sizes_mb = {0, 1, 16, 64};
-  app.add_option("--reps", reps, "timed launches per kernel and size")->check(CLI::Range(3, 100000));
+  app.add_option("--reps", reps, "timed launches per kernel and size")
+      ->check(CLI::Range(3, 100000));
   app.add_option("--sizes-mb", sizes_mb, "bytes copied, in MiB (0: an empty grid-stride loop)")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
@@ -135,8 +136,9 @@ int Main(int argc, char** argv) {
               "grid min(blocks, %d SMs x 8); median of %d L2-flushed launches each, "
               "interleaved, CUDA events\n\n",
               name, sms, sms, reps);
-  std::printf("| MiB copied | KfArgs (%zu B) µs | 3 KfTensors (%zu B) µs | 2 pointers + n (24 B) µs | "
-              "KfArgs − pointers µs |\n| ---: | ---: | ---: | ---: | ---: |\n",
+  std::printf("| MiB copied | KfArgs (%zu B) µs | 3 KfTensors (%zu B) µs | "
+              "2 pointers + n (24 B) µs | KfArgs − pointers µs |\n"
+              "| ---: | ---: | ---: | ---: | ---: |\n",
               sizeof(KfArgs), sizeof(KfThree));
   unsigned flush_value = 0;
   for (double mb : sizes_mb) {

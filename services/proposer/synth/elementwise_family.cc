@@ -1,9 +1,11 @@
 // ElementwiseFamily: relu, gelu (erf and tanh), silu, sigmoid, tanh, neg, abs, exp, sqrt,
-// rsqrt, sin, cos, pow by a number, to (a dtype conversion between float32, float16 and
-// bfloat16), and add / sub / rsub / mul / div with broadcasting (each broadcast input is read
-// through the output's dims merged into groups, device/broadcast_groups.cuh), by a number
-// (a traced Python number the capture recorded, or a Scalar argument; baked into the kernel)
-// or by a one-element float64 tensor on the device (read by the kernel).
+// rsqrt, sin, cos, log, log1p, reciprocal, erf, hardsigmoid, hardswish, mish, pow by a number,
+// leaky_relu, clamp / clamp_min / clamp_max / hardtanh / relu6 to numbers, elu, softplus, to
+// (a dtype conversion between float32, float16 and bfloat16), add / sub / rsub / mul / div
+// with broadcasting (each broadcast input is read through the output's dims merged into
+// groups, device/broadcast_groups.cuh), by a number (a traced Python number the capture
+// recorded, or a Scalar argument; baked into the kernel) or by a one-element float64 tensor on
+// the device (read by the kernel), and masked_fill with a number under a broadcast bool mask.
 // Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
 // the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
 // loaded once for several rows (`reuse`, kf_reuse_rows).
@@ -25,7 +27,17 @@ namespace {
 
 enum class UnaryOp {
   kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kSin,
-  kCos, kPow, kTo, kAdd, kSub, kRsub, kMul, kDiv
+  kCos, kLog, kLog1p, kReciprocal, kErf, kHardsigmoid, kHardswish, kMish, kPow, kTo,
+  kLeakyRelu, kClamp, kElu, kSoftplus, kAdd, kSub, kRsub, kMul, kDiv, kMaskedFill
+};
+
+// The numbers the ops with number arguments compute with (aten's names and defaults).
+struct OpNumbers {
+  std::optional<double> min, max;  // clamp, clamp_min, clamp_max, hardtanh, relu6
+  double negative_slope = 0.01;    // leaky_relu
+  double alpha = 1, scale = 1, input_scale = 1;  // elu
+  double beta = 1, threshold = 20;  // softplus
+  double value = 0;                 // masked_fill
 };
 
 struct ElementwiseProblem {
@@ -35,6 +47,7 @@ struct ElementwiseProblem {
   v1::DType out_dtype = v1::FLOAT32;
   double alpha = 1.0;
   double exponent = 1.0;  // pow by a number
+  OpNumbers numbers;
   // add/sub/rsub/mul/div whose `other` is a number the capture recorded (a traced Python number, a
   // 0-dim CPU tensor): baked into the kernel, which then has the one input `self`.
   std::optional<double> other_value;
@@ -338,6 +351,58 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return "return sinf(a);";
     case UnaryOp::kCos:
       return "return cosf(a);";
+    case UnaryOp::kLog:
+      return "return logf(a);";
+    case UnaryOp::kLog1p:
+      return "return log1pf(a);";
+    case UnaryOp::kReciprocal:
+      return "return 1.f / a;";
+    case UnaryOp::kErf:
+      return "return erff(a);";
+    // std::max / std::min as aten's kernels call them: NaN in, NaN out.
+    case UnaryOp::kHardsigmoid:
+      return "const float t = a + 3.f, lo = t < 0.f ? 0.f : t;\n"
+             "  return (6.f < lo ? 6.f : lo) * (1.f / 6.f);";
+    case UnaryOp::kHardswish:
+      return "const float t = a + 3.f, lo = t < 0.f ? 0.f : t;\n"
+             "  return a * (6.f < lo ? 6.f : lo) * (1.f / 6.f);";
+    case UnaryOp::kMish:
+      return "return a * tanhf(log1pf(expf(a)));";
+    case UnaryOp::kLeakyRelu:
+      return absl::StrCat("return a > 0.f ? a : a * ", FloatLiteral(p.numbers.negative_slope),
+                          ";");
+    case UnaryOp::kClamp: {
+      // aten compares in the tensor's type, its bounds rounded to it; NaN stays NaN.
+      std::string body = "if (a != a) return a;\n";
+      std::string v = "a";
+      if (p.numbers.min) {
+        absl::StrAppend(&body, "  const float lo = kf_to_float(kf_from_float<TO>(",
+                        FloatLiteral(*p.numbers.min), "));\n");
+        v = "fmaxf(a, lo)";
+      }
+      if (p.numbers.max) {
+        absl::StrAppend(&body, "  const float hi = kf_to_float(kf_from_float<TO>(",
+                        FloatLiteral(*p.numbers.max), "));\n");
+        v = absl::StrCat("fminf(", v, ", hi)");
+      }
+      return absl::StrCat(body, "  return ", v, ";");
+    }
+    case UnaryOp::kElu: {
+      // aten's coefficients, each rounded to float: alpha * scale, scale, input_scale.
+      const OpNumbers& n = p.numbers;
+      const float neg = static_cast<float>(n.alpha) * static_cast<float>(n.scale);
+      return absl::StrCat("return a > 0.f ? a * ", FloatLiteral(static_cast<float>(n.scale)),
+                          " : expm1f(a * ", FloatLiteral(static_cast<float>(n.input_scale)),
+                          ") * ", FloatLiteral(neg), ";");
+    }
+    case UnaryOp::kSoftplus: {
+      const std::string beta = FloatLiteral(p.numbers.beta);
+      return absl::StrCat("return a * ", beta, " > ", FloatLiteral(p.numbers.threshold),
+                          " ? a : log1pf(expf(a * ", beta, ")) / ", beta, ";");
+    }
+    case UnaryOp::kMaskedFill:
+      // b is the mask (0 or 1); the value is rounded into the output's type by the store.
+      return absl::StrCat("return b != 0.f ? ", FloatLiteral(p.numbers.value), " : a;");
     case UnaryOp::kPow:
       // aten's CUDA pow by a number: squares, cubes and (reciprocal) roots exactly so, the
       // rest through powf.
@@ -369,6 +434,17 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return "return a / b;";
   }
   return "return a;";
+}
+
+// Arithmetic of the precise math functions an op calls (no fast-math choice), per element.
+double PreciseMathOps(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kLog: case UnaryOp::kLog1p: case UnaryOp::kErf: return 20;
+    case UnaryOp::kElu: return 25;
+    case UnaryOp::kSoftplus: return 40;
+    case UnaryOp::kMish: return 60;
+    default: return 0;
+  }
 }
 
 bool HasTranscendental(UnaryOp op) {
@@ -523,6 +599,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     const bool fast = c.GetInt("fast_math") == 1;
     if (HasTranscendental(p_.op)) ops_per_elem += fast ? 6 : 22;
     if (p_.op == UnaryOp::kGeluErf) ops_per_elem += 12;
+    ops_per_elem += PreciseMathOps(p_.op);
     LaunchCost launch;
     launch.blocks = grid;
     launch.threads = threads;
@@ -563,10 +640,14 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     CudaType(p_.out_dtype), " TO;\n#define KF_THREADS ", threads,
                     "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n#define KF_REUSE ",
                     Reuse(c), "\n#define KF_NIN ", p_.num_inputs, "\n");
+    // Loads of the non-float inputs, in this source only: a change to the shared preamble
+    // would change every kernel, and every sweep's results belong to kernels.
     if (p_.device_scalar[0] || p_.device_scalar[1]) {
-      // Converted as aten's CUDA kernels load it (in this source only: a change to the shared
-      // preamble would change every kernel, and every sweep's results belong to kernels).
+      // Converted as aten's CUDA kernels load it.
       src += "__device__ __forceinline__ float kf_to_float(double x) { return (float)x; }\n";
+    }
+    if (p_.op == UnaryOp::kMaskedFill) {
+      src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
     }
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
@@ -639,6 +720,68 @@ absl::Status CheckDtypeConversion(const TargetArgs& args) {
   return absl::OkStatus();
 }
 
+// leaky_relu, clamp / clamp_min / clamp_max / hardtanh / relu6, elu and softplus: their
+// numbers by schema name and position, aten's defaults where the capture has none.
+absl::Status BindNumbers(const std::string& op, const TargetArgs& args, ElementwiseProblem& p) {
+  auto number = [&](std::string_view name, int position,
+                    double fallback) -> absl::StatusOr<double> {
+    if (args.IsNone(name, position)) return fallback;
+    return args.Float(name, position);
+  };
+  OpNumbers& n = p.numbers;
+  p.name = op;
+  if (op == "leaky_relu") {
+    p.op = UnaryOp::kLeakyRelu;
+    KF_ASSIGN_OR_RETURN(n.negative_slope, number("negative_slope", 1, 0.01));
+    return absl::OkStatus();
+  }
+  if (op == "elu") {
+    p.op = UnaryOp::kElu;
+    KF_ASSIGN_OR_RETURN(n.alpha, number("alpha", 1, 1));
+    KF_ASSIGN_OR_RETURN(n.scale, number("scale", 2, 1));
+    KF_ASSIGN_OR_RETURN(n.input_scale, number("input_scale", 3, 1));
+    return absl::OkStatus();
+  }
+  if (op == "softplus") {
+    p.op = UnaryOp::kSoftplus;
+    KF_ASSIGN_OR_RETURN(n.beta, number("beta", 1, 1));
+    KF_ASSIGN_OR_RETURN(n.threshold, number("threshold", 2, 20));
+    return absl::OkStatus();
+  }
+  p.op = UnaryOp::kClamp;
+  if (op == "relu6") {
+    n.min = 0;
+    n.max = 6;
+    return absl::OkStatus();
+  }
+  if (op == "hardtanh") {
+    KF_ASSIGN_OR_RETURN(n.min, number("min_val", 1, -1));
+    KF_ASSIGN_OR_RETURN(n.max, number("max_val", 2, 1));
+    return absl::OkStatus();
+  }
+  // clamp, clamp_min, clamp_max; their .Tensor overloads too when the capture recorded the
+  // bounds as numbers (0-dim CPU tensors).
+  const bool has_min = op != "clamp_max", has_max = op != "clamp_min";
+  const int max_position = op == "clamp" ? 2 : 1;
+  for (const auto& [name, position] :
+       {std::pair<const char*, int>{"min", 1}, {"max", max_position}}) {
+    if (args.InputIndex(name, position).has_value()) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": the bound '", name, "' is a tensor on the device; the family clamps to numbers"));
+    }
+  }
+  if (has_min && !args.IsNone("min", 1)) {
+    KF_ASSIGN_OR_RETURN(n.min, args.Float("min", 1));
+  }
+  if (has_max && !args.IsNone("max", max_position)) {
+    KF_ASSIGN_OR_RETURN(n.max, args.Float("max", max_position));
+  }
+  if (!n.min && !n.max) {
+    return absl::InvalidArgumentError(absl::StrCat(op, " without a bound: nothing to compute"));
+  }
+  return absl::OkStatus();
+}
+
 KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   KfTensor t{};
   t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
@@ -680,8 +823,12 @@ class ElementwiseFamily : public Family {
   std::vector<std::string> Ops() const override {
     return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
             "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
-            "aten::sin",  "aten::cos",  "aten::pow",  "aten::to",      "aten::add",
-            "aten::sub",  "aten::rsub", "aten::mul",  "aten::div"};
+            "aten::sin",  "aten::cos",  "aten::log",  "aten::log1p",   "aten::reciprocal",
+            "aten::erf",  "aten::hardsigmoid", "aten::hardswish", "aten::mish",
+            "aten::pow",  "aten::to",   "aten::leaky_relu", "aten::clamp", "aten::clamp_min",
+            "aten::clamp_max", "aten::hardtanh", "aten::relu6", "aten::elu", "aten::softplus",
+            "aten::add",  "aten::sub",  "aten::rsub", "aten::mul",  "aten::div",
+            "aten::masked_fill"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -699,7 +846,10 @@ class ElementwiseFamily : public Family {
         {"relu", UnaryOp::kRelu}, {"silu", UnaryOp::kSilu},   {"sigmoid", UnaryOp::kSigmoid},
         {"tanh", UnaryOp::kTanh}, {"neg", UnaryOp::kNeg},     {"abs", UnaryOp::kAbs},
         {"exp", UnaryOp::kExp},   {"sqrt", UnaryOp::kSqrt},   {"rsqrt", UnaryOp::kRsqrt},
-        {"sin", UnaryOp::kSin},   {"cos", UnaryOp::kCos}};
+        {"sin", UnaryOp::kSin},   {"cos", UnaryOp::kCos},     {"log", UnaryOp::kLog},
+        {"log1p", UnaryOp::kLog1p}, {"reciprocal", UnaryOp::kReciprocal},
+        {"erf", UnaryOp::kErf},   {"hardsigmoid", UnaryOp::kHardsigmoid},
+        {"hardswish", UnaryOp::kHardswish}, {"mish", UnaryOp::kMish}};
     // self (op) other, other a tensor or a number.
     static const auto* const kArithmetic = new std::map<std::string, UnaryOp>{
         {"add", UnaryOp::kAdd}, {"sub", UnaryOp::kSub}, {"rsub", UnaryOp::kRsub},
@@ -729,6 +879,18 @@ class ElementwiseFamily : public Family {
       KF_ASSIGN_OR_RETURN(p.exponent, args.Float("exponent", 1));
       p.op = UnaryOp::kPow;
       p.name = absl::StrCat("pow ", p.exponent);
+    } else if (op == "leaky_relu" || op == "clamp" || op == "clamp_min" || op == "clamp_max" ||
+               op == "hardtanh" || op == "relu6" || op == "elu" || op == "softplus") {
+      KF_RETURN_IF_ERROR(BindNumbers(op, args, p));
+    } else if (op == "masked_fill") {
+      // .Scalar, or .Tensor with a value the capture recorded as a number (a 0-dim CPU tensor).
+      if (args.InputIndex("value", 2).has_value()) {
+        return absl::UnimplementedError(
+            "masked_fill: the value is a tensor on the device; the family fills with a number");
+      }
+      KF_ASSIGN_OR_RETURN(p.numbers.value, args.Float("value", 2));
+      p.op = UnaryOp::kMaskedFill;
+      p.num_inputs = 2;
     } else if (op == "to") {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
@@ -762,7 +924,7 @@ class ElementwiseFamily : public Family {
     p.numel = Numel(out);
     p.out_sizes.assign(out.sizes().begin(), out.sizes().end());
     p.out_tensor = SignatureTensor(out);
-    const char* names[2] = {"self", "other"};
+    const char* names[2] = {"self", p.op == UnaryOp::kMaskedFill ? "mask" : "other"};
     for (int i = 0; i < p.num_inputs; ++i) {
       std::optional<int> index = args.InputIndex(names[i], i);
       if (!index.has_value()) {
@@ -776,8 +938,13 @@ class ElementwiseFamily : public Family {
       }
       const v1::TensorSignature& in = args.input(i);
       p.device_scalar[i] = p.num_inputs == 2 && in.dtype() == v1::FLOAT64 && Numel(in) == 1;
-      KF_RETURN_IF_ERROR(p.device_scalar[i] ? RequireDense(in, names[i])
-                                            : RequireDenseFloat(in, names[i]));
+      const bool mask = p.op == UnaryOp::kMaskedFill && i == 1;
+      if (mask && in.dtype() != v1::BOOL) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "masked_fill: the mask has dtype ", DTypeName(in.dtype()), ", not bool"));
+      }
+      KF_RETURN_IF_ERROR(p.device_scalar[i] || mask ? RequireDense(in, names[i])
+                                                    : RequireDenseFloat(in, names[i]));
       if (in.sizes_size() > out.sizes_size()) {
         return absl::InvalidArgumentError(absl::StrCat(names[i], " has more dims than the output"));
       }
