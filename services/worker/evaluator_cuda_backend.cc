@@ -481,10 +481,7 @@ std::optional<Failure> CandidateEvaluation::Prepare() {
                                   i, target_.input_names(i), KF_MAX_DIMS));
     }
     // Keep the captured layout: strides are part of the signature the kernel sees.
-    at::Tensor gpu = at::empty_strided(t.sizes(), t.strides(),
-                                       t.options().device(at::kCUDA));
-    gpu.copy_(t);
-    captured_.push_back(gpu);
+    captured_.push_back(CopyWithLayout(t, at::kCUDA));
   }
 
   absl::StatusOr<LaunchPlan> plan = LaunchPlan::Parse(request_.candidate().launch_plan_json());
@@ -654,7 +651,7 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
   for (size_t i = 0; i < inputs.size(); ++i) {
     GuardedBuffer b = MakeGuarded(absl::StrCat("input ", i), inputs[i].sizes(),
                                   inputs[i].strides(), inputs[i].scalar_type(), next_seed_++);
-    b.view.copy_(inputs[i]);
+    CopyLayout(b.view, inputs[i]);
     pristine.push_back(inputs[i].clone());
     in_views.push_back(b.view);
     in_bufs.push_back(std::move(b));
@@ -807,11 +804,7 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
   };
   std::vector<Set> sets(static_cast<size_t>(copies));
   for (Set& set : sets) {
-    for (const at::Tensor& t : inputs) {
-      at::Tensor c = at::empty_strided(t.sizes(), t.strides(), t.options());
-      c.copy_(t);
-      set.inputs.push_back(c);
-    }
+    for (const at::Tensor& t : inputs) set.inputs.push_back(CopyWithLayout(t, t.device()));
     for (const at::Tensor& o : outputs) {
       set.outputs.push_back(at::empty_strided(o.sizes(), o.strides(), o.options()));
     }

@@ -7,6 +7,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -20,6 +21,20 @@
 
 namespace kforge {
 namespace {
+
+// Elements of storage that `sizes` and `strides` (none negative) reach: 0 when empty.
+int64_t StorageSpan(at::IntArrayRef sizes, at::IntArrayRef strides) {
+  int64_t span = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return 0;
+    span += (sizes[d] - 1) * strides[d];
+  }
+  return span;
+}
+
+bool Overlaps(const at::Tensor& t) {
+  return at::has_internal_overlap(t) != at::MemOverlap::No;
+}
 
 // Dense strides for `sizes` that keep the dimension order of `like` (sorted by its strides,
 // largest outermost), so a channels-last or transposed input stays so.
@@ -40,9 +55,14 @@ std::vector<int64_t> DenseStridesLike(const at::Tensor& like, at::IntArrayRef si
   return strides;
 }
 
-at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same_shape,
+at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef captured_sizes, bool same_shape,
                     at::Generator& gen) {
   const at::ScalarType dtype = captured.scalar_type();
+  // An overlapping layout in its captured shape: values for the storage it spans, viewed as
+  // the capture was.
+  const bool overlap = same_shape && Overlaps(captured);
+  const std::vector<int64_t> span_sizes = {StorageSpan(captured.sizes(), captured.strides())};
+  const at::IntArrayRef sizes = overlap ? at::IntArrayRef(span_sizes) : captured_sizes;
   const auto f64 = at::TensorOptions().dtype(at::kDouble).device(captured.device());
   at::Tensor values;
   if (captured.numel() == 0) {
@@ -63,7 +83,7 @@ at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same
         hi = mean + 4 * std;
       }
       values = at::randn(sizes, gen, f64).mul_(std).add_(mean).clamp_(lo, hi);
-      if (same_shape && !finite_mask.all().item<bool>()) {
+      if (same_shape && !overlap && !finite_mask.all().item<bool>()) {
         values = at::where(finite_mask, values, captured.to(at::kDouble));
       }
     }
@@ -78,6 +98,9 @@ at::Tensor DrawLike(const at::Tensor& captured, at::IntArrayRef sizes, bool same
     values = at::randint(lo, hi + 1, sizes, gen, f64.dtype(at::kLong));
   }
   const auto options = at::TensorOptions().dtype(dtype).device(captured.device());
+  if (overlap) {
+    return values.to(options).as_strided(captured.sizes(), captured.strides());
+  }
   at::Tensor out = same_shape ? at::empty_strided(sizes, captured.strides(), options)
                               : at::empty_strided(sizes, DenseStridesLike(captured, sizes),
                                                   options);
@@ -114,6 +137,24 @@ std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured
     bool same_shape = shape.equals(c.sizes());
     out.push_back(DrawLike(c, shape, same_shape, gen));
   }
+  return out;
+}
+
+void CopyLayout(const at::Tensor& dst, const at::Tensor& src) {
+  if (!Overlaps(src)) {
+    dst.copy_(src);
+    return;
+  }
+  const int64_t span = StorageSpan(src.sizes(), src.strides());
+  dst.as_strided({span}, {1}).copy_(src.as_strided({span}, {1}));
+}
+
+at::Tensor CopyWithLayout(const at::Tensor& t, c10::Device device) {
+  const auto options = t.options().device(device);
+  at::Tensor out = Overlaps(t) ? at::empty({StorageSpan(t.sizes(), t.strides())}, options)
+                                     .as_strided(t.sizes(), t.strides())
+                               : at::empty_strided(t.sizes(), t.strides(), options);
+  CopyLayout(out, t);
   return out;
 }
 

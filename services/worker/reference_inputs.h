@@ -19,9 +19,17 @@ namespace kforge {
 //   integer: uniform over the captured [min, max] (indices stay in range);
 //   bool: true with the captured frequency, kept within [0.1, 0.9].
 // `sizes`, when non-empty, gives each input's sizes (held-out shape); layouts keep the
-// captured dimension order.
+// captured dimension order. An input whose elements overlap (stride 0) keeps its strides in
+// its captured shape: random values fill the storage its elements span.
 std::vector<at::Tensor> DrawRandomInputs(const std::vector<at::Tensor>& captured, uint64_t seed,
                                          const std::vector<std::vector<int64_t>>& sizes = {});
+
+// Copies `src` into `dst` of the same sizes and strides, also where their elements overlap (an
+// expanded view, a head repeated by stride 0): then the storage the elements span is copied,
+// as copy_ refuses an overlapping destination.
+void CopyLayout(const at::Tensor& dst, const at::Tensor& src);
+// A copy of `t` on `device` with t's sizes and strides (CopyLayout).
+at::Tensor CopyWithLayout(const at::Tensor& t, c10::Device device);
 
 // The held-out shape of a shape-generic target: the leading dimension d of the first
 // highest-rank input whose d is not 1 (d = 1 when none is) becomes d + max(1, d / 3) (3 when

@@ -1,7 +1,8 @@
 // Device code compiled for the host (device_code.h): the multiply-shift division is exact, and
 // the elementwise kernels' broadcast offsets equal the per-dim walk over the input's sizes
 // and strides for random broadcast patterns and layouts, with groups merged as documented;
-// a row span (kf_row_span, the reuse path's form) is what it says.
+// a row span (kf_row_span, the reuse path's form) is what it says; a view read along its own
+// shape (the layout family's copy) is read where its strides say.
 #include "services/proposer/synth/device_code.h"
 
 #include <gtest/gtest.h>
@@ -150,6 +151,28 @@ TEST(BroadcastGroups, RandomPatternsAndLayoutsMatchThePerDimWalk) {
     ExpectOffsetsMatch<int>(in, out);
     ExpectOffsetsMatch<kf_i64>(in, out);
     ExpectRowSpanMatches(in, out);
+  }
+}
+
+// The layout family reads a view through its own shape (kf_groups(x, x)): every element of
+// random transposed, expanded (stride 0) and sliced views is where the per-dim walk says.
+TEST(BroadcastGroups, AViewReadAlongItsOwnShapeMatchesThePerDimWalk) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int dims = 1 + static_cast<int>(rng() % 5);
+    std::vector<long long> sizes(dims), strides(dims);
+    for (long long& n : sizes) n = 1 + static_cast<long long>(rng() % 4);
+    std::vector<int> order(dims);
+    for (int d = 0; d < dims; ++d) order[d] = d;
+    std::shuffle(order.begin(), order.end(), rng);
+    long long s = 1 + static_cast<long long>(rng() % 2);  // sometimes a slice's step
+    for (int k = dims - 1; k >= 0; --k) {
+      strides[order[k]] = rng() % 4 == 0 ? 0 : s;  // an expanded dim
+      s *= sizes[order[k]] + static_cast<long long>(rng() % 2);
+    }
+    const KfTensor view = Tensor(sizes, strides);
+    ExpectOffsetsMatch<int>(view, view);
+    ExpectOffsetsMatch<kf_i64>(view, view);
   }
 }
 

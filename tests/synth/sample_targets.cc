@@ -67,6 +67,14 @@ v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype) {
   return DenseSignature(sizes, dtype);
 }
 
+v1::TensorSignature Strided(std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                            v1::DType dtype) {
+  v1::TensorSignature sig = DenseSignature(sizes, dtype);
+  sig.clear_strides();
+  for (int64_t s : strides) sig.add_strides(s);
+  return sig;
+}
+
 const std::vector<v1::DType>& FloatDTypes() {
   static const std::vector<v1::DType> dtypes = {v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16};
   return dtypes;
@@ -384,6 +392,28 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("div_broadcast", "elementwise",
         TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
             .Tensor("other", Dense(r, t)).Output(Dense(x, t)));
+  }
+  // Layout copies of strided views into contiguous outputs.
+  {
+    // Attention's output back to tokens: [B,H,S,D].transpose(1, 2).contiguous().
+    S x = pick({2, 128, 8, 64}, {3, 9, 2, 16});
+    const int64_t s = x[1], h = x[2], d = x[3];
+    add("contiguous_transpose", "layout",
+        TargetBuilder("aten::contiguous", "")
+            .Tensor("self", Strided(x, {h * s * d, d, s * d, 1}, t))
+            .Scalar("memory_format", Int(0)).Output(Dense(x, t)));
+    // A key/value head repeated for grouped-query attention: expand, then reshape.
+    S kv = pick({1, 4, 2, 256, 64}, {2, 2, 3, 5, 16});
+    const std::vector<int64_t> kv_strides = {kv[1] * kv[3] * kv[4], kv[3] * kv[4], 0, kv[4], 1};
+    add("reshape_repeated_heads", "layout",
+        TargetBuilder("aten::reshape", "").Tensor("self", Strided(kv, kv_strides, t))
+            .Scalar("shape", Ints({kv[0], kv[1] * kv[2], kv[3], kv[4]}))
+            .Output(Dense({kv[0], kv[1] * kv[2], kv[3], kv[4]}, t)));
+    // The last two dims swapped: every read is a gather.
+    S m = pick({4, 80, 96}, {2, 7, 5});
+    add("clone_transpose_last", "layout",
+        TargetBuilder("aten::clone", "").Tensor("self", Strided(m, {m[1] * m[2], 1, m[1]}, t))
+            .Scalar("memory_format", Int(0)).Output(Dense(m, t)));
   }
   return out;
 }

@@ -24,6 +24,9 @@ std::vector<SampleTarget> SampleTargets(v1::DType dtype, int shape_variant = 0);
 
 // A dense TensorSignature on cuda:0.
 v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype);
+// A TensorSignature of `sizes` with `strides` on cuda:0 (a view: transposed, expanded).
+v1::TensorSignature Strided(std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                            v1::DType dtype);
 
 // The int_args / float-free scalar flattening of the kernel ABI for `target` (ints, bools and
 // int lists in schema order), for LaunchPlan symbol binding.

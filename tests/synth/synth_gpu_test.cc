@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/tensor_io.h"
+#include "common/tensor_signature.h"
 #include "gtest/gtest.h"
 #include "services/proposer/synth/synthesizer.h"
 #include "services/worker/compiler.h"
@@ -41,6 +42,14 @@ std::string CapturedInputs(const v1::Target& target) {
   for (int i = 0; i < target.inputs_size(); ++i) {
     const v1::TensorSignature& sig = target.inputs(i);
     std::vector<int64_t> sizes(sig.sizes().begin(), sig.sizes().end());
+    if (!IsContiguous(sig)) {  // a view (transposed, expanded): values for the storage it spans
+      std::vector<int64_t> strides(sig.strides().begin(), sig.strides().end());
+      int64_t span = 1;
+      for (size_t d = 0; d < sizes.size(); ++d) span += (sizes[d] - 1) * strides[d];
+      at::Tensor base = at::randn({span}).to(Torch(sig.dtype()));
+      tensors.push_back({target.input_names(i), base.as_strided(sizes, strides)});
+      continue;
+    }
     at::Tensor t = at::randn(sizes);
     if (sig.dtype() == v1::BOOL) t = t.gt(0);  // a mask, about half set
     const std::string& role = arg_of[target.input_names(i)];
@@ -136,7 +145,9 @@ TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
   for (auto& sample : testing::SampleTargets(dtype)) {
     if (sample.family != family) continue;
     v1::Target target = sample.target;
-    target.set_shape_generic(true);  // also validate on the evaluator's held-out shape
+    // Also validate on the evaluator's held-out shape, but for a reshape, whose shape
+    // argument fixes the element count.
+    target.set_shape_generic(target.nodes(0).op() != "aten::reshape");
     const std::string inputs = CapturedInputs(target);
     auto generator = testing::BindForTest(target);
     ASSERT_NE(generator, nullptr);
@@ -180,7 +191,7 @@ std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DTyp
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, SynthGpuTest,
     ::testing::Combine(::testing::Values("rowwise", "group_norm", "batch_norm", "pooling",
-                                         "reduction", "elementwise"),
+                                         "reduction", "elementwise", "layout"),
                        ::testing::Values(v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16)),
     Name);
 

@@ -98,7 +98,7 @@ TEST(ParamSpaceTest, ParsesCanonicalFormAndRejectsValuesOutsideTheSpace) {
 TEST(FamilyRegistryTest, EverySampleFindsItsFamily) {
   EXPECT_THAT(FamilyRegistry::Default().ListFamilies(),
               ::testing::ElementsAre("rowwise", "group_norm", "batch_norm", "pooling",
-                                     "reduction", "elementwise"));
+                                     "reduction", "elementwise", "layout"));
   for (v1::DType dtype : FloatDTypes()) {
     for (const auto& sample : SampleTargets(dtype)) {
       std::string refusal;
@@ -442,6 +442,40 @@ TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
   v1::Target not_bool = Sample(samples, "masked_fill_flat").target;
   not_bool.mutable_inputs(1)->set_dtype(v1::FLOAT32);
   EXPECT_THAT(Refusal(not_bool), HasSubstr("masked_fill: the mask has dtype float32, not bool"));
+}
+
+// Layout copies: any input strides (the plan does not require contiguous tensors), the
+// element type copied as it is, and the prior prefers vectors where the innermost dim is dense;
+// a contiguous input, a channels-last output and a dtype change are refused with the reason.
+TEST(SynthesizerTest, LayoutCopiesReadViewsThroughTheirStrides) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  const v1::Target transpose = Sample(samples, "contiguous_transpose").target;
+  EXPECT_EQ(FamilyRegistry::Default().FamilyFor(transpose), "layout");
+  auto generator = Bind(transpose);
+  ASSERT_NE(generator, nullptr);
+  auto vec8 = generator->Space().Parse("threads=256;vec=8;ilp=2;grid=stride");
+  auto vec1 = generator->Space().Parse("threads=256;vec=1;ilp=2;grid=stride");
+  ASSERT_TRUE(vec8.ok() && vec1.ok());
+  EXPECT_LT(generator->EstimateSeconds(*vec8), generator->EstimateSeconds(*vec1));
+  EXPECT_THAT(generator->Check(*generator->Space().Parse("threads=256;vec=16;ilp=1;grid=stride")),
+              HasSubstr("vectors of 32 bytes"));
+  auto kernel = generator->Generate(*vec8);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("typedef __nv_bfloat16 T;"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_groups<I>(x, x, l.groups)"));
+  EXPECT_DOUBLE_EQ(generator->MinBytes(), 2.0 * 2 * 128 * 8 * 64 * 2);
+
+  v1::Target dense = transpose;
+  dense.mutable_inputs(0)->clear_strides();
+  EXPECT_THAT(Refusal(dense), HasSubstr("of a contiguous tensor: a plain copy"));
+  v1::Target channels_last = transpose;
+  for (auto& arg : *channels_last.mutable_nodes(0)->mutable_args()) {
+    if (arg.name() == "memory_format") arg.mutable_scalar()->set_int_value(2);
+  }
+  EXPECT_THAT(Refusal(channels_last), HasSubstr("memory_format=2"));
+  v1::Target converting = transpose;
+  converting.mutable_outputs(0)->set_dtype(v1::FLOAT32);
+  EXPECT_THAT(Refusal(converting), HasSubstr("dtype bfloat16 into float32"));
 }
 
 // sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is
@@ -849,7 +883,8 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
                       absl::StrContains(kernel->source, absl::StrCat(" ", entry, "(KfArgs args)")))
               << entry;
         }
-        EXPECT_EQ(plan->requirements().contiguous, true);
+        // Layout copies read any strides; every other family assumes contiguous tensors.
+        EXPECT_EQ(plan->requirements().contiguous, samples[s].family != "layout");
         for (const auto* t : {&target, &held_out[s].target}) {
           std::vector<v1::TensorSignature> ins(t->inputs().begin(), t->inputs().end());
           std::vector<v1::TensorSignature> outs(t->outputs().begin(), t->outputs().end());

@@ -95,6 +95,25 @@ TEST(DrawRandomInputsTest, LayoutAndDtypesArePreserved) {
   EXPECT_EQ(held[0].stride(1), 20);
 }
 
+// A key/value head repeated by expand (stride 0): its elements overlap, which copy_ refuses
+// to write, so drawn and copied inputs fill the storage they span and keep the strides.
+TEST(DrawRandomInputsTest, OverlappingLayoutsKeepTheirStrides) {
+  at::Tensor repeated = at::randn({1, 4, 1, 6, 8}).expand({1, 4, 2, 6, 8});
+  ASSERT_EQ(repeated.stride(2), 0);
+  std::vector<at::Tensor> drawn = DrawRandomInputs({repeated}, 5);
+  EXPECT_EQ(drawn[0].strides(), repeated.strides());
+  EXPECT_TRUE(drawn[0].select(2, 0).equal(drawn[0].select(2, 1)));  // the head repeats
+  EXPECT_FALSE(drawn[0].equal(repeated));
+
+  at::Tensor copy = CopyWithLayout(repeated, at::kCPU);
+  EXPECT_EQ(copy.strides(), repeated.strides());
+  EXPECT_TRUE(copy.equal(repeated));
+  EXPECT_NE(copy.data_ptr(), repeated.data_ptr());
+  // Held out, it is drawn dense in its new shape.
+  std::vector<at::Tensor> held = DrawRandomInputs({repeated}, 5, {{2, 4, 2, 6, 8}});
+  EXPECT_TRUE(held[0].is_non_overlapping_and_dense());
+}
+
 TEST(HeldOutSizesTest, LeadingDimensionGrowsForSharingInputs) {
   at::Tensor x = at::randn({8, 16, 4, 4});
   at::Tensor w = at::randn({16});

@@ -44,7 +44,7 @@ class KernelGenerator {
 class Family {
  public:
   virtual ~Family() = default;
-  // "rowwise", "group_norm", "batch_norm", "pooling", "reduction", "elementwise".
+  // "rowwise", "group_norm", "batch_norm", "pooling", "reduction", "elementwise", "layout".
   virtual std::string Name() const = 0;
   // aten ops it may cover, e.g. "aten::softmax".
   virtual std::vector<std::string> Ops() const = 0;
@@ -61,5 +61,6 @@ std::unique_ptr<Family> MakeBatchNormFamily();
 std::unique_ptr<Family> MakePoolingFamily();
 std::unique_ptr<Family> MakeReductionFamily();
 std::unique_ptr<Family> MakeElementwiseFamily();
+std::unique_ptr<Family> MakeLayoutFamily();
 
 }  // namespace kforge::synth

@@ -20,6 +20,7 @@ const FamilyRegistry& FamilyRegistry::Default() {
     families.push_back(MakePoolingFamily());
     families.push_back(MakeReductionFamily());
     families.push_back(MakeElementwiseFamily());
+    families.push_back(MakeLayoutFamily());
     return new FamilyRegistry(std::move(families));
   }();
   return *registry;

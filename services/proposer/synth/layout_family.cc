@@ -1,0 +1,311 @@
+// LayoutFamily: copies that change a tensor's layout, not its values — contiguous, clone and
+// reshape of a strided view (attention's transpose(1, 2).contiguous(), a key/value head
+// repeated by expand + reshape) into a contiguous output of any element type. The kernel reads
+// the input through its own sizes and strides at run time, its dims merged into groups
+// (device/broadcast_groups.cuh: kf_groups of the input along its own shape), so one source
+// serves every layout: vectors where the innermost group is dense (or repeats one element),
+// element by element otherwise.
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "services/proposer/synth/device_code.h"
+#include "services/proposer/synth/family.h"
+#include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/target_args.h"
+
+namespace kforge::synth {
+namespace {
+
+struct LayoutProblem {
+  std::string name;
+  v1::DType dtype = v1::FLOAT32;
+  int64_t numel = 0;
+  KfTensor in = {};  // the captured input, for the prior only
+};
+
+constexpr char kEngine[] = R"(
+// How the block reads: vectors of a dense innermost group, vectors of one repeated element
+// (an innermost group of stride 0), or element by element.
+#define KF_READ_SCALAR 0
+#define KF_READ_DENSE 1
+#define KF_READ_REPEAT 2
+
+template <typename I>
+struct KfLayout {
+  KfGroups<I> groups;
+  int read;
+};
+
+// Thread 0's decision for the block: vectors need the innermost group to hold whole vectors
+// and every outer stride and both pointers to keep them aligned.
+template <typename I>
+__device__ __forceinline__ void kf_layout(const KfArgs& args, KfLayout<I>& l) {
+  const KfTensor& x = args.inputs[0];
+  kf_groups<I>(x, x, l.groups);
+  l.read = KF_READ_SCALAR;
+  if (KF_VEC == 1 || l.groups.n == 0 || l.groups.size[0] % KF_VEC != 0) return;
+  if (!kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(T))) return;
+  for (int k = 1; k < l.groups.n; ++k) {
+    if (l.groups.stride[k] % KF_VEC != 0) return;
+  }
+  if (l.groups.stride[0] == 1 && kf_aligned(x.data, KF_VEC * (int)sizeof(T))) {
+    l.read = KF_READ_DENSE;
+  } else if (l.groups.stride[0] == 0) {
+    l.read = KF_READ_REPEAT;
+  }
+}
+
+template <int V, typename I>
+__device__ __forceinline__ void kf_copy(const KfArgs& args, const KfLayout<I>& l, int read) {
+  const T* x = reinterpret_cast<const T*>(args.inputs[0].data);
+  T* y = reinterpret_cast<T*>(args.outputs[0].data);
+  const I nv = (I)args.outputs[0].numel / V;
+  const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
+  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
+    KfVec<T, V> v[KF_ILP];
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const I k = base + (I)j * KF_THREADS;
+      if (k < nv) {
+        const I offset = kf_group_offset<I>(l.groups, k * V);
+        if (read == KF_READ_DENSE) {
+          v[j] = *reinterpret_cast<const KfVec<T, V>*>(x + offset);
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            v[j].v[i] = read == KF_READ_REPEAT ? x[offset]
+                                               : x[kf_group_offset<I>(l.groups, k * V + i)];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const I k = base + (I)j * KF_THREADS;
+      if (k < nv) *reinterpret_cast<KfVec<T, V>*>(y + k * V) = v[j];
+    }
+  }
+}
+
+template <typename I>
+__device__ __forceinline__ void kf_layout_copy_body(const KfArgs& args) {
+  __shared__ KfLayout<I> layout;
+  if (threadIdx.x == 0) kf_layout<I>(args, layout);
+  __syncthreads();
+  if (layout.read == KF_READ_SCALAR) {
+    kf_copy<1, I>(args, layout, KF_READ_SCALAR);
+  } else {
+    kf_copy<KF_VEC, I>(args, layout, layout.read);
+    // The elements past the last whole vector.
+    const I n = (I)args.outputs[0].numel;
+    const T* x = reinterpret_cast<const T*>(args.inputs[0].data);
+    T* y = reinterpret_cast<T*>(args.outputs[0].data);
+    if (blockIdx.x == 0) {
+      for (I e = n / KF_VEC * KF_VEC + (I)threadIdx.x; e < n; e += KF_THREADS) {
+        y[e] = x[kf_group_offset<I>(layout.groups, e)];
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_layout_copy(KfArgs args) {
+  const KfTensor& x = args.inputs[0];
+  // 32-bit indices while every element and offset fits: the input's largest offset too.
+  kf_i64 span = 1;
+  for (int d = 0; d < x.ndim; ++d) span += (x.sizes[d] - 1) * (x.strides[d] < 0 ? 0 : x.strides[d]);
+  if (args.outputs[0].numel < 0x7fffffffll && span < 0x7fffffffll) {
+    kf_layout_copy_body<int>(args);
+  } else {
+    kf_layout_copy_body<kf_i64>(args);
+  }
+}
+)";
+
+class LayoutGenerator : public KernelGenerator {
+ public:
+  LayoutGenerator(const LayoutProblem& p, const GpuModel& gpu) : p_(p), gpu_(gpu) {
+    space_ = ParamSpace({
+        {"threads", {"64", "128", "256", "512", "1024"}, "threads per block"},
+        {"vec", {"1", "2", "4", "8", "16"}, "elements per load/store (16 bytes at most)"},
+        {"ilp", {"1", "2", "4"}, "vectors in flight per thread"},
+        {"grid", {"oneshot", "stride"},
+         "one thread per vector group, or num_sms * occupancy blocks looping"},
+    });
+  }
+
+  const ParamSpace& Space() const override { return space_; }
+  Config Canonicalize(const Config& c) const override { return c; }
+
+  std::string Check(const Config& c) const override {
+    const int bytes = c.GetInt("vec") * ElementSize(p_.dtype);
+    if (bytes > 16) return absl::StrCat("vectors of ", bytes, " bytes: loads of 16 at most");
+    return "";
+  }
+
+  int64_t SharedBytes(const Config&) const override { return 0; }
+
+  double MinBytes() const override { return 2.0 * double(p_.numel) * ElementSize(p_.dtype); }
+
+  int Registers(const Config& c) const {
+    return 28 + c.GetInt("ilp") * std::max(1, c.GetInt("vec") * ElementSize(p_.dtype) / 4);
+  }
+
+  // The captured input's read: whole vectors when its innermost group is dense, else one
+  // 32-byte sector per element (a transpose of the innermost dims).
+  double EstimateSeconds(const Config& c) const override {
+    const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    const double n = std::max<int64_t>(1, p_.numel);
+    KfGroups<kf_i64> g;
+    kf_groups<kf_i64>(p_.in, p_.in, g);
+    const bool dense = g.n > 0 && g.stride[0] == 1 && g.size[0] % vec == 0;
+    const bool repeat = g.n > 0 && g.stride[0] == 0;
+    const int es = ElementSize(p_.dtype);
+    const double read_factor = dense || repeat ? 1.0 : std::max(1.0, 32.0 / es / 2);
+    const int effective_vec = dense || repeat ? vec : 1;
+    const double blocks = std::ceil(n / (double(threads) * vec * ilp));
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
+    const double grid =
+        c.Get("grid") == "stride" ? std::min(blocks, double(gpu_.sm_count) * per_sm) : blocks;
+    LaunchCost launch;
+    launch.blocks = grid;
+    launch.threads = threads;
+    launch.registers = Registers(c);
+    launch.dram_bytes = n * es * (read_factor + 1) * AccessWidthPenalty(effective_vec * es);
+    launch.bytes_in_flight_per_thread = double(vec) * ilp * es;
+    // Index math: a division and a multiply-add per group, per vector (per element without).
+    launch.ops = n * (2 + 6.0 * std::max(1, g.n) / effective_vec);
+    launch.block_latency_cycles = std::ceil(blocks / grid) * 700;
+    return EstimateLaunchSeconds(gpu_, launch);
+  }
+
+  std::vector<Config> Seeds() const override {
+    Config c;
+    c.SetInt("threads", 256);
+    c.SetInt("vec", std::max(1, 16 / ElementSize(p_.dtype)));
+    c.SetInt("ilp", 2);
+    c.Set("grid", "stride");
+    return {c};
+  }
+
+  absl::StatusOr<GeneratedKernel> Generate(const Config& c) const override {
+    if (std::string why = Check(c); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("config ", c.ToString(), ": ", why));
+    }
+    const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
+    std::string src = SourceHeader(absl::StrCat(p_.name, " layout copy"));
+    src += DevicePreamble({});
+    absl::StrAppend(&src, "\ntypedef ", CudaType(p_.dtype), " T;\n#define KF_THREADS ", threads,
+                    "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n");
+    src += FastDivideSource();
+    src += BroadcastGroupsSource();
+    src += kEngine;
+    PlanSpec plan;
+    plan.let = {{"N", "out0_numel"},
+                {"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp, "))")}};
+    std::string grid = "BLOCKS";
+    if (c.Get("grid") == "stride") {
+      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
+      plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
+      grid = "GRID";
+    }
+    plan.launches.push_back({"kf_layout_copy", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
+    // Any input layout: the kernel reads the strides it is given and checks its alignment.
+    plan.contiguous = false;
+    return GeneratedKernel{std::move(src), PlanJson(plan)};
+  }
+
+ private:
+  LayoutProblem p_;
+  GpuModel gpu_;
+  ParamSpace space_;
+};
+
+// Element types a copy moves as they are (CudaType names a type of their size).
+bool CopyableType(v1::DType dtype) {
+  switch (dtype) {
+    case v1::FLOAT32: case v1::FLOAT16: case v1::BFLOAT16: case v1::FLOAT64:
+    case v1::INT64: case v1::INT32: case v1::INT8: case v1::UINT8: case v1::BOOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class LayoutFamily : public Family {
+ public:
+  std::string Name() const override { return "layout"; }
+  std::vector<std::string> Ops() const override {
+    return {"aten::contiguous", "aten::clone", "aten::reshape"};
+  }
+
+  absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
+                                                        const GpuModel& gpu) const override {
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    const std::string op = args.OpName();
+    if (op != "contiguous" && op != "clone" && op != "reshape") {
+      return absl::UnimplementedError(absl::StrCat("layout family does not cover ", op));
+    }
+    if (op != "reshape" && !args.IsNone("memory_format", 1)) {
+      KF_ASSIGN_OR_RETURN(int64_t format, args.Int("memory_format", 1));
+      // contiguous (0) and preserve (1) of a tensor that is not dense write it contiguous.
+      if (format != 0 && format != 1) {
+        return absl::UnimplementedError(absl::StrCat(
+            op, ": memory_format=", format, "; the layout family writes contiguous outputs"));
+      }
+    }
+    KF_ASSIGN_OR_RETURN(int self, args.RequiredInput("self", 0));
+    if (self != 0 || args.num_inputs() != 1 || args.num_outputs() != 1) {
+      return absl::UnimplementedError(
+          absl::StrCat(op, ": the layout family copies one input into one output"));
+    }
+    const v1::TensorSignature& in = args.input(0);
+    const v1::TensorSignature& out = args.output(0);
+    if (!CopyableType(in.dtype()) || out.dtype() != in.dtype()) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": dtype ", DTypeName(in.dtype()), " into ", DTypeName(out.dtype()),
+          "; the layout family copies float, integer and bool tensors as they are"));
+    }
+    KF_RETURN_IF_ERROR(RequireDense(out, "output"));
+    if (!in.device().empty() && !absl::StartsWith(in.device(), "cuda")) {
+      return absl::UnimplementedError(
+          absl::StrCat("self lives on ", in.device(), "; kernels read CUDA tensors only"));
+    }
+    if (in.sizes_size() > KF_MAX_DIMS) {
+      return absl::UnimplementedError(absl::StrCat("self has ", in.sizes_size(), " dims; the ABI "
+                                                   "carries ", KF_MAX_DIMS));
+    }
+    if (Numel(in) != Numel(out)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": ", Numel(in), " elements in, ", Numel(out), " out; re-capture the model"));
+    }
+    for (int d = 0; d < in.strides_size(); ++d) {
+      if (in.strides(d) < 0) {
+        return absl::UnimplementedError("self has a negative stride");
+      }
+    }
+    if (IsContiguous(in)) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, " of a contiguous tensor: a plain copy (or no copy at all), nothing to rearrange"));
+    }
+    LayoutProblem p;
+    p.name = op;
+    p.dtype = in.dtype();
+    p.numel = Numel(out);
+    p.in.ndim = in.sizes_size();
+    p.in.numel = p.numel;
+    for (int d = 0; d < p.in.ndim; ++d) {
+      p.in.sizes[d] = in.sizes(d);
+      p.in.strides[d] = d < in.strides_size() ? in.strides(d) : 0;
+    }
+    return std::unique_ptr<KernelGenerator>(std::make_unique<LayoutGenerator>(p, gpu));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Family> MakeLayoutFamily() { return std::make_unique<LayoutFamily>(); }
+
+}  // namespace kforge::synth
