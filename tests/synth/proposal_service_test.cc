@@ -91,7 +91,7 @@ TEST_F(ProposalServiceTest, ListsFamilies) {
   auto families = client_->ListFamilies();
   ASSERT_TRUE(families.ok()) << families.status();
   EXPECT_THAT(*families, ::testing::ElementsAre("rowwise", "group_norm", "batch_norm", "pooling",
-                                                "reduction", "elementwise"));
+                                                "reduction", "elementwise", "layout"));
 }
 
 TEST_F(ProposalServiceTest, UnknownProposerIsInvalidArgumentNamingTheAvailableOnes) {

@@ -656,15 +656,9 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     src += CapturedShapeSource();
     src += kEngine;
     PlanSpec plan;
-    plan.let = {{"N", "out0_numel"},
-                {"BLOCKS",
-                 absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp * Reuse(c), "))")}};
-    std::string grid = "BLOCKS";
-    if (c.Get("grid") == "stride") {
-      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
-      plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
-      grid = "GRID";
-    }
+    const std::string grid =
+        FlatGrid(plan, threads * vec * ilp * Reuse(c), c.Get("grid") == "stride",
+                 std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
     return GeneratedKernel{std::move(src), PlanJson(plan)};

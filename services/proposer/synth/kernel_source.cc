@@ -127,6 +127,14 @@ std::string SourceHeader(const std::string& what) {
   return absl::StrCat("// kforge synth: ", what, "\n");
 }
 
+std::string FlatGrid(PlanSpec& plan, int64_t per_block, bool stride, int blocks_per_sm) {
+  plan.let.push_back({"N", "out0_numel"});
+  plan.let.push_back({"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", per_block, "))")});
+  if (!stride) return "BLOCKS";
+  plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", blocks_per_sm, ")")});
+  return "GRID";
+}
+
 std::string PlanJson(const PlanSpec& plan) {
   nlohmann::ordered_json json;
   nlohmann::ordered_json let = nlohmann::ordered_json::array();

@@ -3,6 +3,7 @@
 // builder (format: docs/launch-plan.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,11 @@ struct PlanSpec {
   // requires.multiple_of: [expression, multiple] pairs the kernel's vectors need.
   std::vector<std::pair<std::string, int>> multiple_of;
 };
+
+// A one-dimensional grid over the output's elements, `per_block` to a block: one block each
+// (oneshot), or at most `blocks_per_sm` a SM looping (stride). Binds N, BLOCKS (and GRID) in
+// `plan` and returns the grid's expression.
+std::string FlatGrid(PlanSpec& plan, int64_t per_block, bool stride, int blocks_per_sm);
 
 // The launch plan JSON, pretty-printed with stable key order.
 std::string PlanJson(const PlanSpec& plan);

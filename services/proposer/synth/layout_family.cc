@@ -203,14 +203,8 @@ class LayoutGenerator : public KernelGenerator {
     src += BroadcastGroupsSource();
     src += kEngine;
     PlanSpec plan;
-    plan.let = {{"N", "out0_numel"},
-                {"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", threads * vec * ilp, "))")}};
-    std::string grid = "BLOCKS";
-    if (c.Get("grid") == "stride") {
-      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
-      plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
-      grid = "GRID";
-    }
+    const std::string grid = FlatGrid(plan, threads * vec * ilp, c.Get("grid") == "stride",
+                                      std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_layout_copy", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     // Any input layout: the kernel reads the strides it is given and checks its alignment.
     plan.contiguous = false;

@@ -177,14 +177,8 @@ class PoolGenerator : public KernelGenerator {
                     "\n#define KF_DIVISOR ", p_.divisor, "\n");
     src += kEngine;
     PlanSpec plan;
-    plan.let = {{"N", "out0_numel"},
-                {"BLOCKS", absl::StrCat("max(1, ceil_div(N, ", threads * ilp, "))")}};
-    std::string grid = "BLOCKS";
-    if (c.Get("grid") == "stride") {
-      const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, 32 + 4 * ilp));
-      plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", per_sm, ")")});
-      grid = "GRID";
-    }
+    const std::string grid = FlatGrid(plan, threads * ilp, c.Get("grid") == "stride",
+                                      std::max(1, BlocksPerSm(gpu_, threads, 0, 32 + 4 * ilp)));
     plan.launches.push_back({"kf_pool2d", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
