@@ -377,6 +377,13 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("masked_fill_flat", "elementwise",
         TargetBuilder("aten::masked_fill", "Scalar").Tensor("self", Dense(x, t))
             .Tensor("mask", Dense(x, v1::BOOL)).Scalar("value", Int(0)).Output(Dense(x, t)));
+    // where(mask, scores, number) and where(mask, number, x): the number recorded by value.
+    add("where_number_other", "elementwise",
+        TargetBuilder("aten::where", "self").Tensor("condition", Dense(m, v1::BOOL))
+            .Tensor("self", Dense(x, t)).Scalar("other", Float(-1e4)).Output(Dense(x, t)));
+    add("where_number_self", "elementwise",
+        TargetBuilder("aten::where", "ScalarSelf").Tensor("condition", Dense(x, v1::BOOL))
+            .Scalar("self", Float(0.5)).Tensor("other", Dense(x, t)).Output(Dense(x, t)));
     // The scale as a 0-dim float64 tensor the model keeps on the device.
     add("mul_device_scalar", "elementwise",
         TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))

@@ -389,8 +389,9 @@ TEST(SynthesizerTest, UnaryMathAndPowByANumberComputeAsAten) {
 
 // The activations and clamps with numbers, each as aten's CUDA kernel computes it: clamps
 // compare in the tensor's type with the bounds rounded to it and keep NaN; hardsigmoid and
-// hardswish take std::max / std::min's NaN; a clamp without a bound, a bound on the device and
-// a mask that is not bool are refused with the reason.
+// hardswish take std::max / std::min's NaN; masked_fill and where take their number where
+// the bool mask says; a clamp without a bound, a mask that is not bool and a where of two
+// numbers are refused with the reason.
 TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
   const auto samples = SampleTargets(v1::BFLOAT16);
   for (const auto& [name, body] : std::vector<std::pair<std::string, std::string>>{
@@ -415,7 +416,9 @@ TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
            {"softplus", "return a * ((float)2) > ((float)1) ? a : log1pf(expf(a * ((float)2))) / "
                         "((float)2);"},
            {"masked_fill_broadcast", "return b != 0.f ? ((float)-10000) : a;"},
-           {"masked_fill_flat", "return b != 0.f ? ((float)0) : a;"}}) {
+           {"masked_fill_flat", "return b != 0.f ? ((float)0) : a;"},
+           {"where_number_other", "return a != 0.f ? b : ((float)-10000);"},
+           {"where_number_self", "return a != 0.f ? ((float)0.5) : b;"}}) {
     SCOPED_TRACE(name);
     auto generator = Bind(Sample(samples, name).target);
     ASSERT_NE(generator, nullptr);
@@ -442,6 +445,13 @@ TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
   v1::Target not_bool = Sample(samples, "masked_fill_flat").target;
   not_bool.mutable_inputs(1)->set_dtype(v1::FLOAT32);
   EXPECT_THAT(Refusal(not_bool), HasSubstr("masked_fill: the mask has dtype float32, not bool"));
+  v1::Target two_numbers = Sample(samples, "where_number_self").target;
+  two_numbers.mutable_inputs()->RemoveLast();
+  two_numbers.mutable_input_names()->RemoveLast();
+  for (auto& arg : *two_numbers.mutable_nodes(0)->mutable_args()) {
+    if (arg.name() == "other") arg.mutable_scalar()->set_float_value(1);
+  }
+  EXPECT_THAT(Refusal(two_numbers), HasSubstr("where with two number branches"));
 }
 
 // Layout copies: any input strides (the plan does not require contiguous tensors), the

@@ -5,7 +5,8 @@
 // with broadcasting (each broadcast input is read through the output's dims merged into
 // groups, device/broadcast_groups.cuh), by a number (a traced Python number the capture
 // recorded, or a Scalar argument; baked into the kernel) or by a one-element float64 tensor on
-// the device (read by the kernel), and masked_fill with a number under a broadcast bool mask.
+// the device (read by the kernel), masked_fill with a number under a broadcast bool mask, and
+// where between a tensor and a number.
 // Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
 // the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
 // loaded once for several rows (`reuse`, kf_reuse_rows).
@@ -28,7 +29,7 @@ namespace {
 enum class UnaryOp {
   kRelu, kGeluErf, kGeluTanh, kSilu, kSigmoid, kTanh, kNeg, kAbs, kExp, kSqrt, kRsqrt, kSin,
   kCos, kLog, kLog1p, kReciprocal, kErf, kHardsigmoid, kHardswish, kMish, kPow, kTo,
-  kLeakyRelu, kClamp, kElu, kSoftplus, kAdd, kSub, kRsub, kMul, kDiv, kMaskedFill
+  kLeakyRelu, kClamp, kElu, kSoftplus, kAdd, kSub, kRsub, kMul, kDiv, kMaskedFill, kWhere
 };
 
 // The numbers the ops with number arguments compute with (aten's names and defaults).
@@ -37,7 +38,8 @@ struct OpNumbers {
   double negative_slope = 0.01;    // leaky_relu
   double alpha = 1, scale = 1, input_scale = 1;  // elu
   double beta = 1, threshold = 20;  // softplus
-  double value = 0;                 // masked_fill
+  double value = 0;                 // masked_fill, where (its number branch)
+  bool value_is_self = false;       // where: the number is `self` (taken where true)
 };
 
 struct ElementwiseProblem {
@@ -403,6 +405,12 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
     case UnaryOp::kMaskedFill:
       // b is the mask (0 or 1); the value is rounded into the output's type by the store.
       return absl::StrCat("return b != 0.f ? ", FloatLiteral(p.numbers.value), " : a;");
+    case UnaryOp::kWhere: {
+      // a is the condition, b the tensor branch.
+      const std::string value = FloatLiteral(p.numbers.value);
+      return p.numbers.value_is_self ? absl::StrCat("return a != 0.f ? ", value, " : b;")
+                                     : absl::StrCat("return a != 0.f ? b : ", value, ";");
+    }
     case UnaryOp::kPow:
       // aten's CUDA pow by a number: squares, cubes and (reciprocal) roots exactly so, the
       // rest through powf.
@@ -646,7 +654,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       // Converted as aten's CUDA kernels load it.
       src += "__device__ __forceinline__ float kf_to_float(double x) { return (float)x; }\n";
     }
-    if (p_.op == UnaryOp::kMaskedFill) {
+    if (p_.in_dtype[0] == v1::BOOL || p_.in_dtype[1] == v1::BOOL) {
       src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
     }
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
@@ -776,6 +784,26 @@ absl::Status BindNumbers(const std::string& op, const TargetArgs& args, Elementw
   return absl::OkStatus();
 }
 
+// where(condition, self, other) with one branch a tensor and the other a number (.ScalarOther,
+// .ScalarSelf, or .self with a traced Python number the capture recorded): the number goes
+// into the kernel, whose inputs are the condition and the tensor branch.
+absl::Status BindWhere(const TargetArgs& args, ElementwiseProblem& p) {
+  const bool self_tensor = args.InputIndex("self", 1).has_value();
+  const bool other_tensor = args.InputIndex("other", 2).has_value();
+  if (self_tensor == other_tensor) {
+    return absl::UnimplementedError(absl::StrCat(
+        "where with ", self_tensor ? "two tensor branches" : "two number branches",
+        ": the family covers one tensor branch and one number"));
+  }
+  p.op = UnaryOp::kWhere;
+  p.num_inputs = 2;
+  p.name = "where";
+  p.numbers.value_is_self = other_tensor;
+  KF_ASSIGN_OR_RETURN(p.numbers.value, other_tensor ? args.Float("self", 1)
+                                                    : args.Float("other", 2));
+  return absl::OkStatus();
+}
+
 KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   KfTensor t{};
   t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
@@ -822,7 +850,7 @@ class ElementwiseFamily : public Family {
             "aten::pow",  "aten::to",   "aten::leaky_relu", "aten::clamp", "aten::clamp_min",
             "aten::clamp_max", "aten::hardtanh", "aten::relu6", "aten::elu", "aten::softplus",
             "aten::add",  "aten::sub",  "aten::rsub", "aten::mul",  "aten::div",
-            "aten::masked_fill"};
+            "aten::masked_fill", "aten::where"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
@@ -885,6 +913,8 @@ class ElementwiseFamily : public Family {
       KF_ASSIGN_OR_RETURN(p.numbers.value, args.Float("value", 2));
       p.op = UnaryOp::kMaskedFill;
       p.num_inputs = 2;
+    } else if (op == "where") {
+      KF_RETURN_IF_ERROR(BindWhere(args, p));
     } else if (op == "to") {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
@@ -919,6 +949,10 @@ class ElementwiseFamily : public Family {
     p.out_sizes.assign(out.sizes().begin(), out.sizes().end());
     p.out_tensor = SignatureTensor(out);
     const char* names[2] = {"self", p.op == UnaryOp::kMaskedFill ? "mask" : "other"};
+    if (p.op == UnaryOp::kWhere) {
+      names[0] = "condition";
+      names[1] = p.numbers.value_is_self ? "other" : "self";
+    }
     for (int i = 0; i < p.num_inputs; ++i) {
       std::optional<int> index = args.InputIndex(names[i], i);
       if (!index.has_value()) {
@@ -932,10 +966,11 @@ class ElementwiseFamily : public Family {
       }
       const v1::TensorSignature& in = args.input(i);
       p.device_scalar[i] = p.num_inputs == 2 && in.dtype() == v1::FLOAT64 && Numel(in) == 1;
-      const bool mask = p.op == UnaryOp::kMaskedFill && i == 1;
+      const bool mask = (p.op == UnaryOp::kMaskedFill && i == 1) ||
+                        (p.op == UnaryOp::kWhere && i == 0);
       if (mask && in.dtype() != v1::BOOL) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "masked_fill: the mask has dtype ", DTypeName(in.dtype()), ", not bool"));
+            op, ": the ", names[i], " has dtype ", DTypeName(in.dtype()), ", not bool"));
       }
       KF_RETURN_IF_ERROR(p.device_scalar[i] || mask ? RequireDense(in, names[i])
                                                     : RequireDenseFloat(in, names[i]));

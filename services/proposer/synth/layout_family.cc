@@ -153,8 +153,9 @@ class LayoutGenerator : public KernelGenerator {
     return 28 + c.GetInt("ilp") * std::max(1, c.GetInt("vec") * ElementSize(p_.dtype) / 4);
   }
 
-  // The captured input's read: whole vectors when its innermost group is dense, else one
-  // 32-byte sector per element (a transpose of the innermost dims).
+  // The captured input's read: whole vectors when its innermost group is dense (or repeats
+  // one element), else element by element, each in a 32-byte sector it shares with a few
+  // neighbours at best (a transpose of the innermost dims).
   double EstimateSeconds(const Config& c) const override {
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
     const double n = std::max<int64_t>(1, p_.numel);
