@@ -19,6 +19,7 @@
 #include "common/grpc_server.h"
 #include "common/serve_flags.h"
 #include "common/store.h"
+#include "common/tensor_signature.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "services/proposer/llm/llm_options.h"
@@ -105,6 +106,8 @@ int RunPropose(const ProposeArgs& args, std::ostream& out, std::ostream& err) {
            "run `kforge serve proposer --llm ...` or a job\n";
     return 2;
   }
+  // A CPU capture's target, as the CUDA kernels written for it see it (as kforge optimize does).
+  *target = ForCudaKernels(*std::move(target));
   synth::Synthesizer synthesizer;
   v1::ProposeRequest request;
   *request.mutable_target() = *target;

@@ -155,6 +155,21 @@ TEST(ProposeCliTest, PrintsFamilyParamsPriorAndPlan) {
   EXPECT_EQ(response.candidates_size(), 2);
 }
 
+// A target of a capture on the CPU (README's step 2 without a GPU): proposed for as the CUDA
+// kernels written for it will see it, as kforge optimize does.
+TEST(ProposeCliTest, ACpuCapturesTargetIsProposedForItsCudaKernels) {
+  TempDir dir;
+  v1::Target target = SampleTarget("relu");
+  target.set_id("cpu0");
+  for (auto* sig : {target.mutable_inputs(0), target.mutable_outputs(0)}) sig->set_device("cpu");
+  ProposeArgs args;
+  args.target = WriteTarget(dir, target);
+  args.n = 1;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunPropose(args, out, err), 0) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("family elementwise"));
+}
+
 TEST(ProposeCliTest, MissingInvalidAndUncoveredTargetsFailClearly) {
   TempDir dir;
   ProposeArgs args;
