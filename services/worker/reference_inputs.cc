@@ -150,10 +150,9 @@ void CopyLayout(const at::Tensor& dst, const at::Tensor& src) {
 }
 
 at::Tensor CopyWithLayout(const at::Tensor& t, c10::Device device) {
-  const auto options = t.options().device(device);
-  at::Tensor out = Overlaps(t) ? at::empty({StorageSpan(t.sizes(), t.strides())}, options)
-                                     .as_strided(t.sizes(), t.strides())
-                               : at::empty_strided(t.sizes(), t.strides(), options);
+  // The storage t's elements span, viewed as t is (dense: exactly its elements).
+  at::Tensor out = at::empty({StorageSpan(t.sizes(), t.strides())}, t.options().device(device))
+                       .as_strided(t.sizes(), t.strides());
   CopyLayout(out, t);
   return out;
 }

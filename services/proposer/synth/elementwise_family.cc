@@ -361,13 +361,13 @@ std::string OpBody(const ElementwiseProblem& p, bool fast) {
       return "return 1.f / a;";
     case UnaryOp::kErf:
       return "return erff(a);";
-    // std::max / std::min as aten's kernels call them: NaN in, NaN out.
+    // hardswish is a * hardsigmoid; std::max / std::min as aten's kernels call them: NaN in,
+    // NaN out.
     case UnaryOp::kHardsigmoid:
-      return "const float t = a + 3.f, lo = t < 0.f ? 0.f : t;\n"
-             "  return (6.f < lo ? 6.f : lo) * (1.f / 6.f);";
     case UnaryOp::kHardswish:
-      return "const float t = a + 3.f, lo = t < 0.f ? 0.f : t;\n"
-             "  return a * (6.f < lo ? 6.f : lo) * (1.f / 6.f);";
+      return absl::StrCat("const float t = a + 3.f, lo = t < 0.f ? 0.f : t;\n  return ",
+                          p.op == UnaryOp::kHardswish ? "a * " : "",
+                          "(6.f < lo ? 6.f : lo) * (1.f / 6.f);");
     case UnaryOp::kMish:
       return "return a * tanhf(log1pf(expf(a)));";
     case UnaryOp::kLeakyRelu:
@@ -725,29 +725,24 @@ absl::Status CheckDtypeConversion(const TargetArgs& args) {
 // leaky_relu, clamp / clamp_min / clamp_max / hardtanh / relu6, elu and softplus: their
 // numbers by schema name and position, aten's defaults where the capture has none.
 absl::Status BindNumbers(const std::string& op, const TargetArgs& args, ElementwiseProblem& p) {
-  auto number = [&](std::string_view name, int position,
-                    double fallback) -> absl::StatusOr<double> {
-    if (args.IsNone(name, position)) return fallback;
-    return args.Float(name, position);
-  };
   OpNumbers& n = p.numbers;
   p.name = op;
   if (op == "leaky_relu") {
     p.op = UnaryOp::kLeakyRelu;
-    KF_ASSIGN_OR_RETURN(n.negative_slope, number("negative_slope", 1, 0.01));
+    KF_ASSIGN_OR_RETURN(n.negative_slope, args.FloatOr("negative_slope", 1, 0.01));
     return absl::OkStatus();
   }
   if (op == "elu") {
     p.op = UnaryOp::kElu;
-    KF_ASSIGN_OR_RETURN(n.alpha, number("alpha", 1, 1));
-    KF_ASSIGN_OR_RETURN(n.scale, number("scale", 2, 1));
-    KF_ASSIGN_OR_RETURN(n.input_scale, number("input_scale", 3, 1));
+    KF_ASSIGN_OR_RETURN(n.alpha, args.FloatOr("alpha", 1, 1));
+    KF_ASSIGN_OR_RETURN(n.scale, args.FloatOr("scale", 2, 1));
+    KF_ASSIGN_OR_RETURN(n.input_scale, args.FloatOr("input_scale", 3, 1));
     return absl::OkStatus();
   }
   if (op == "softplus") {
     p.op = UnaryOp::kSoftplus;
-    KF_ASSIGN_OR_RETURN(n.beta, number("beta", 1, 1));
-    KF_ASSIGN_OR_RETURN(n.threshold, number("threshold", 2, 20));
+    KF_ASSIGN_OR_RETURN(n.beta, args.FloatOr("beta", 1, 1));
+    KF_ASSIGN_OR_RETURN(n.threshold, args.FloatOr("threshold", 2, 20));
     return absl::OkStatus();
   }
   p.op = UnaryOp::kClamp;
@@ -757,8 +752,8 @@ absl::Status BindNumbers(const std::string& op, const TargetArgs& args, Elementw
     return absl::OkStatus();
   }
   if (op == "hardtanh") {
-    KF_ASSIGN_OR_RETURN(n.min, number("min_val", 1, -1));
-    KF_ASSIGN_OR_RETURN(n.max, number("max_val", 2, 1));
+    KF_ASSIGN_OR_RETURN(n.min, args.FloatOr("min_val", 1, -1));
+    KF_ASSIGN_OR_RETURN(n.max, args.FloatOr("max_val", 2, 1));
     return absl::OkStatus();
   }
   // clamp, clamp_min, clamp_max; their .Tensor overloads too when the capture recorded the
@@ -802,18 +797,6 @@ absl::Status BindWhere(const TargetArgs& args, ElementwiseProblem& p) {
   KF_ASSIGN_OR_RETURN(p.numbers.value, other_tensor ? args.Float("self", 1)
                                                     : args.Float("other", 2));
   return absl::OkStatus();
-}
-
-KfTensor SignatureTensor(const v1::TensorSignature& sig) {
-  KfTensor t{};
-  t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
-  t.numel = 1;
-  for (int d = 0; d < t.ndim; ++d) {
-    t.sizes[d] = sig.sizes(d);
-    t.strides[d] = d < sig.strides_size() ? sig.strides(d) : 0;
-    t.numel *= t.sizes[d];
-  }
-  return t;
 }
 
 // Integer ops per vector for the broadcast inputs' offsets: a division by a constant and a
@@ -929,9 +912,8 @@ class ElementwiseFamily : public Family {
       }
       p.op = arithmetic->second;
       p.num_inputs = 2;
-      if ((p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) &&
-          !args.IsNone("alpha", 2)) {
-        KF_ASSIGN_OR_RETURN(p.alpha, args.Float("alpha", 2));
+      if (p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) {
+        KF_ASSIGN_OR_RETURN(p.alpha, args.FloatOr("alpha", 2, 1.0));
       }
       if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
         KF_ASSIGN_OR_RETURN(double other, args.Float("other", 1));

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "services/proposer/synth/device_code.h"
@@ -23,7 +22,7 @@ struct LayoutProblem {
   std::string name;
   v1::DType dtype = v1::FLOAT32;
   int64_t numel = 0;
-  KfTensor in = {};  // the captured input, for the prior only
+  KfGroups<kf_i64> in_groups = {};  // the captured input's groups along its shape (the prior)
 };
 
 constexpr char kEngine[] = R"(
@@ -113,9 +112,10 @@ __device__ __forceinline__ void kf_layout_copy_body(const KfArgs& args) {
 
 extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_layout_copy(KfArgs args) {
   const KfTensor& x = args.inputs[0];
-  // 32-bit indices while every element and offset fits: the input's largest offset too.
+  // 32-bit indices while every element and offset fits: the input's largest offset too (no
+  // stride is negative: the family refuses those).
   kf_i64 span = 1;
-  for (int d = 0; d < x.ndim; ++d) span += (x.sizes[d] - 1) * (x.strides[d] < 0 ? 0 : x.strides[d]);
+  for (int d = 0; d < x.ndim; ++d) span += (x.sizes[d] - 1) * x.strides[d];
   if (args.outputs[0].numel < 0x7fffffffll && span < 0x7fffffffll) {
     kf_layout_copy_body<int>(args);
   } else {
@@ -159,8 +159,7 @@ class LayoutGenerator : public KernelGenerator {
   double EstimateSeconds(const Config& c) const override {
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
     const double n = std::max<int64_t>(1, p_.numel);
-    KfGroups<kf_i64> g;
-    kf_groups<kf_i64>(p_.in, p_.in, g);
+    const KfGroups<kf_i64>& g = p_.in_groups;
     const bool dense = g.n > 0 && g.stride[0] == 1 && g.size[0] % vec == 0;
     const bool repeat = g.n > 0 && g.stride[0] == 0;
     const int es = ElementSize(p_.dtype);
@@ -264,10 +263,7 @@ class LayoutFamily : public Family {
           "; the layout family copies float, integer and bool tensors as they are"));
     }
     KF_RETURN_IF_ERROR(RequireDense(out, "output"));
-    if (!in.device().empty() && !absl::StartsWith(in.device(), "cuda")) {
-      return absl::UnimplementedError(
-          absl::StrCat("self lives on ", in.device(), "; kernels read CUDA tensors only"));
-    }
+    KF_RETURN_IF_ERROR(RequireCuda(in, "self"));
     if (in.sizes_size() > KF_MAX_DIMS) {
       return absl::UnimplementedError(absl::StrCat("self has ", in.sizes_size(), " dims; the ABI "
                                                    "carries ", KF_MAX_DIMS));
@@ -289,12 +285,8 @@ class LayoutFamily : public Family {
     p.name = op;
     p.dtype = in.dtype();
     p.numel = Numel(out);
-    p.in.ndim = in.sizes_size();
-    p.in.numel = p.numel;
-    for (int d = 0; d < p.in.ndim; ++d) {
-      p.in.sizes[d] = in.sizes(d);
-      p.in.strides[d] = d < in.strides_size() ? in.strides(d) : 0;
-    }
+    const KfTensor view = SignatureTensor(in);
+    kf_groups<kf_i64>(view, view, p.in_groups);
     return std::unique_ptr<KernelGenerator>(std::make_unique<LayoutGenerator>(p, gpu));
   }
 };

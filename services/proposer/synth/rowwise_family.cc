@@ -114,11 +114,7 @@ class RowwiseFamily : public Family {
     } else if (p.op == RowOp::kRmsNorm) {
       KF_RETURN_IF_ERROR(ReadAffine(args, "weight", 2, p.cols, &p.weight_input, &p.weight_dtype));
       // eps=None means the epsilon of the accumulate type (fp32 for every covered dtype).
-      if (args.IsNone("eps", 3)) {
-        p.eps = FLT_EPSILON;
-      } else {
-        KF_ASSIGN_OR_RETURN(p.eps, args.Float("eps", 3));
-      }
+      KF_ASSIGN_OR_RETURN(p.eps, args.FloatOr("eps", 3, FLT_EPSILON));
     }
     return MakeRowKernelGenerator(p, gpu);
   }

@@ -110,6 +110,12 @@ absl::StatusOr<double> TargetArgs::Float(std::string_view name, int position) co
   return Missing(*this, name, "a number");
 }
 
+absl::StatusOr<double> TargetArgs::FloatOr(std::string_view name, int position,
+                                           double fallback) const {
+  if (IsNone(name, position)) return fallback;
+  return Float(name, position);
+}
+
 absl::StatusOr<bool> TargetArgs::Bool(std::string_view name, int position) const {
   const v1::Argument* arg = Find(name, position);
   if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar) {
@@ -199,11 +205,27 @@ absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what)
         absl::StrJoin(sig.strides(), ","),
         "]); the synthesizer covers contiguous tensors only"));
   }
+  return RequireCuda(sig, what);
+}
+
+absl::Status RequireCuda(const v1::TensorSignature& sig, std::string_view what) {
   if (!sig.device().empty() && !absl::StartsWith(sig.device(), "cuda")) {
     return absl::UnimplementedError(
         absl::StrCat(std::string(what), " lives on ", sig.device(), "; kernels read CUDA tensors only"));
   }
   return absl::OkStatus();
+}
+
+KfTensor SignatureTensor(const v1::TensorSignature& sig) {
+  KfTensor t{};
+  t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
+  t.numel = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    t.sizes[d] = sig.sizes(d);
+    t.strides[d] = d < sig.strides_size() ? sig.strides(d) : 0;
+    t.numel *= t.sizes[d];
+  }
+  return t;
 }
 
 absl::StatusOr<int> NormalizeDim(int64_t dim, int ndim) {

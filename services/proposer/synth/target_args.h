@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "kforge/v1/common.pb.h"
+#include "common/kforge_device.h"
 #include "common/tensor_signature.h"
 
 namespace kforge::synth {
@@ -36,6 +37,8 @@ class TargetArgs {
 
   absl::StatusOr<int64_t> Int(std::string_view name, int position) const;
   absl::StatusOr<double> Float(std::string_view name, int position) const;
+  // Float, or `fallback` where the argument is absent or None (a schema default).
+  absl::StatusOr<double> FloatOr(std::string_view name, int position, double fallback) const;
   absl::StatusOr<bool> Bool(std::string_view name, int position) const;
   absl::StatusOr<std::string> String(std::string_view name, int position) const;
   // A ScalarType argument (captured as torch's enum value: 6 float32, 5 float16, 15 bfloat16)
@@ -58,10 +61,15 @@ class TargetArgs {
 bool IsFloatType(v1::DType dtype);
 // CUDA type name: "float", "__half", "__nv_bfloat16", "long long", ...
 std::string CudaType(v1::DType dtype);
+// Refusal unless `sig` lives on a CUDA device (or names none); `what` names it.
+absl::Status RequireCuda(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous CUDA tensor; `what` names it.
 absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
+// The captured sizes and strides of `sig` as the kernel ABI's tensor (no data), for the host
+// side of device code (broadcast groups, row spans) in the prior and in generated sources.
+KfTensor SignatureTensor(const v1::TensorSignature& sig);
 // Normalizes a possibly negative dim against `ndim`; OutOfRange when outside.
 absl::StatusOr<int> NormalizeDim(int64_t dim, int ndim);
 
