@@ -24,10 +24,10 @@ echo "$out" | grep -q "\-\-configs 'vec=3' is not a valid pooling config" ||
   fail "a bad config must be named:"$'\n'"$out"
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-C="grid=stride;ilp=1;reuse=4;threads=64;vec=8"
+C="grid=stride;ilp=1;keep=0;reuse=4;threads=64;vec=8"
 out=$("$SWEEP" --rows mask-add-bf16 --configs "$C" --compile-only --jobs 1 --sources "$DIR" 2>&1) ||
   fail "the mask-add model row must compile:"$'\n'"$out"
-CANONICAL="threads=64;vec=8;ilp=1;grid=stride;reuse=4"  # the space's parameter order
+CANONICAL="threads=64;vec=8;ilp=1;grid=stride;reuse=4;keep=0"  # the space's parameter order
 [[ $(head -1 "$DIR/mask-add-bf16.0.cu") == "// $CANONICAL" ]] ||
   fail "--sources: no $DIR/mask-add-bf16.0.cu of $CANONICAL"
 grep -q "#define KF_REUSE 4" "$DIR/mask-add-bf16.0.cu" || fail "--sources: the kernel is not the config's"

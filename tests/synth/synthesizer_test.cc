@@ -497,8 +497,10 @@ TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {
     SCOPED_TRACE(name);
     auto generator = Bind(Sample(samples, name).target);
     ASSERT_NE(generator, nullptr);
-    auto kernel = generator->Generate(*generator->Space().Parse("threads=256;vec=1;ilp=1;"
-                                                                "grid=oneshot"));
+    // A broadcast operand adds the `keep` parameter.
+    const std::string keep = generator->Space().Find("keep") ? ";keep=0" : "";
+    auto kernel = generator->Generate(
+        *generator->Space().Parse("threads=256;vec=1;ilp=1;grid=oneshot" + keep));
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     EXPECT_THAT(kernel->source, HasSubstr("#define KF_NIN 2"));
     EXPECT_THAT(kernel->source, HasSubstr(body));
@@ -990,10 +992,17 @@ TEST(SynthesizerTest, WideningOutputKeepsSixteenByteLoads) {
 // on the path a call of exactly those shapes and strides takes.
 TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   auto generator = Bind(Sample(SampleTargets(v1::FLOAT32), "add_attention_mask").target);
-  auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot");
+  auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;keep=0");
   ASSERT_TRUE(config.ok()) << config.status();
   auto kernel = generator->Generate(*config);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, ::testing::Not(HasSubstr("#define KF_KEEP")));
+  // keep=1 reads the mask under an L2 evict_last policy; the source is otherwise the same.
+  auto kept = generator->Generate(
+      *generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;keep=1"));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_THAT(kept->source, HasSubstr("createpolicy.fractional.L2::evict_last.b64"));
+  EXPECT_THAT(kept->source, HasSubstr("ld.global.L2::cache_hint.v4.u32"));
   EXPECT_THAT(kernel->source, HasSubstr("args.inputs[1].ndim == 4 && args.inputs[1].sizes[0] == 2 "
                                         "&& args.inputs[1].strides[0] == 65536 && "
                                         "args.inputs[1].sizes[1] == 1"));

@@ -6,6 +6,7 @@
 #include <ATen/ops/randn.h>
 
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -196,6 +197,27 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
                        .Tensor("weight", Dense({c}, v1::FLOAT32), Fill::kWeight)
                        .Tensor("bias", Dense({c}, v1::FLOAT32), Fill::kBias)
                        .Scalar("eps", Float(1e-6))
+                       .Scalar("cudnn_enabled", Bool(true))
+                       .Output(Dense(x, v1::FLOAT32)));
+  }
+  // ResNet-50's batch norms in inference: its largest plane, its smallest at batch 32, and a
+  // launch-bound call at batch 1.
+  for (const auto& [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{32, 256, 56},
+                                 {32, 2048, 7}, {1, 1024, 14}}) {
+    const std::vector<int64_t> x = {n, c, hw, hw};
+    const auto channel = Dense({c}, v1::FLOAT32);
+    rows.push_back(RowBuilder(id_prefix, absl::StrCat("bn-r50-", n, "x", c, "x", hw, "-fp32"),
+                              absl::StrCat("batch_norm inference, ", n, "×", c, "×", hw, "×", hw,
+                                           " fp32 (ResNet-50)"),
+                              "aten::batch_norm", "")
+                       .Tensor("input", Dense(x, v1::FLOAT32), Fill::kNormal)
+                       .Tensor("weight", channel, Fill::kWeight)
+                       .Tensor("bias", channel, Fill::kBias)
+                       .Tensor("running_mean", channel, Fill::kBias)
+                       .Tensor("running_var", channel, Fill::kWeight)
+                       .Scalar("training", Bool(false))
+                       .Scalar("momentum", Float(0.1))
+                       .Scalar("eps", Float(1e-5))
                        .Scalar("cudnn_enabled", Bool(true))
                        .Output(Dense(x, v1::FLOAT32)));
   }

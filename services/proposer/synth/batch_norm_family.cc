@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/target_args.h"
@@ -77,27 +78,35 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64
   }
 }
 #else
-// Flat mode: a vector never straddles channels (hw % V == 0 on the vector path).
-template <int V>
+// Flat mode: a vector never straddles channels (hw % V == 0 on the vector path). A call of
+// fewer than 2^31 elements indexes in 32 bits and finds the channel by multiply-shifts whose
+// divisors the thread computes once: a 64-bit division and modulo per vector cost more issue
+// slots than a small plane's loads (ResNet-50's 7x7 planes run one element per vector).
+template <int V, typename I>
 __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64 channels,
                                        kf_i64 hw) {
   const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
   TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
-  const kf_i64 nv = planes * hw / V;
-  const kf_i64 step = (kf_i64)gridDim.x * KF_THREADS * KF_ILP;
-  for (kf_i64 base = (kf_i64)blockIdx.x * KF_THREADS * KF_ILP + threadIdx.x; base < nv;
-       base += step) {
+  const I nv = (I)(planes * hw / V);
+  const bool narrow = sizeof(I) == 4;
+  const KfDivisor by_hw = kf_divisor(narrow && hw > 0 ? (unsigned long long)hw : 1ull);
+  const KfDivisor by_c = kf_divisor(narrow && channels > 0 ? (unsigned long long)channels : 1ull);
+  const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
+  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float v[KF_ILP][V];
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
-      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      const I k = base + (I)j * KF_THREADS;
       if (k < nv) kf_load<V>(x + k * V, v[j]);
     }
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
-      const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+      const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        const KfChannel ch = kf_channel(args, (k * V / hw) % channels);
+        const I plane = narrow ? (I)kf_divide((unsigned)(k * V), by_hw) : k * V / (I)hw;
+        const I c = narrow ? plane - (I)kf_divide((unsigned)plane, by_c) * (I)channels
+                           : plane % (I)channels;
+        const KfChannel ch = kf_channel(args, c);
         float o[V];
 #pragma unroll
         for (int i = 0; i < V; ++i) o[i] = (v[j][i] - ch.mean) * ch.scale + ch.shift;
@@ -114,7 +123,15 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_batch_norm(KfArgs ar
   const kf_i64 planes = x.sizes[0] * channels;
   const kf_i64 hw = planes > 0 ? x.numel / planes : 0;
   // No per-element path: the plan requires KF_VEC to divide H*W, and aligned pointers.
+#if KF_PLANE
   kf_run<KF_VEC>(args, planes, channels, hw);
+#else
+  if (x.numel < 0x7fffffffll) {
+    kf_run<KF_VEC, int>(args, planes, channels, hw);
+  } else {
+    kf_run<KF_VEC, kf_i64>(args, planes, channels, hw);
+  }
+#endif
 }
 )";
 
@@ -198,6 +215,7 @@ class BatchNormGenerator : public KernelGenerator {
                     "\n#define KF_WEIGHT ", p_.index[0], "\n#define KF_BIAS ", p_.index[1],
                     "\n#define KF_MEAN ", p_.index[2], "\n#define KF_VAR ", p_.index[3],
                     "\n#define KF_EPS ", FloatLiteral(p_.eps), "\n");
+    if (!plane) src += FastDivideSource();
     src += kEngine;
     PlanSpec plan;
     plan.let = {{"N", "in0_numel"},

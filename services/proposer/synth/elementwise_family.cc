@@ -73,6 +73,39 @@ struct ElementwiseProblem {
   std::string name;
 };
 
+// Loads under an L2 evict_last policy (createpolicy, sm_80+), emitted only for keep=1
+// configs: a broadcast input is read again for every output row it spans, and the streamed
+// operands passing between two reads would otherwise evict it (Inductor marks such loads
+// evict_last too). One byte (bool) loads take the plain path.
+constexpr char kKeptLoads[] = R"(
+#define KF_KEEP 1
+template <typename T, int V>
+__device__ __forceinline__ KfVec<T, V> kf_load_kept(const T* p) {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  KfVec<T, V> v;
+  constexpr int kBytes = sizeof(T) * V;
+  if constexpr (kBytes == 16) {
+    uint4& r = *reinterpret_cast<uint4*>(&v);
+    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
+  } else if constexpr (kBytes == 8) {
+    uint2& r = *reinterpret_cast<uint2*>(&v);
+    asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+        : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy));
+  } else if constexpr (kBytes == 4) {
+    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;"
+        : "=r"(*reinterpret_cast<unsigned*>(&v)) : "l"(p), "l"(policy));
+  } else if constexpr (kBytes == 2) {
+    asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;"
+        : "=h"(*reinterpret_cast<unsigned short*>(&v)) : "l"(p), "l"(policy));
+  } else {
+    v = *reinterpret_cast<const KfVec<T, V>*>(p);
+  }
+  return v;
+}
+)";
+
 // The one shape-specific span of a broadcast kernel's source (CapturedShapeSource).
 constexpr char kCapturedBegin[] = "// captured shape: begin";
 constexpr char kCapturedEnd[] = "// captured shape: end";
@@ -116,6 +149,20 @@ __device__ __forceinline__ void kf_read(const T* x, int mode, const KfGroups<I>&
   const I offset = mode == KF_FLAT ? e
                    : CAPTURED      ? kf_captured_offset<INPUT, I>(e)
                                    : kf_group_offset<I>(g, e);
+#ifdef KF_KEEP
+  if (mode != KF_FLAT) {  // a broadcast input: read again for every row it spans
+    if (V > 1 && mode == KF_CONST) {
+      const float c = kf_to_float(kf_load_kept<T, 1>(x + offset).v[0]);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = c;
+    } else {
+      const KfVec<T, V> raw = kf_load_kept<T, V>(x + offset);
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
+    }
+    return;
+  }
+#endif
   if (V > 1 && mode == KF_CONST) {
     const float c = kf_to_float(x[offset]);
 #pragma unroll
@@ -217,7 +264,13 @@ __device__ __forceinline__ void kf_reuse_rows(const KfArgs& args, I inner) {
     // The row vector, then every row's vector of the flat input, before any store (the
     // compiler may not hoist a load above a store that could alias it).
     float row_v[V];
+#ifdef KF_KEEP
+    const KfVec<TR, V> kept = kf_load_kept<TR, V>(xr + col);
+#pragma unroll
+    for (int i = 0; i < V; ++i) row_v[i] = kf_to_float(kept.v[i]);
+#else
     kf_load<V>(xr + col, row_v);
+#endif
     KfVec<TF, V> flat_v[KF_REUSE];  // as loaded: half the registers of floats for 16-bit types
 #pragma unroll
     for (int r = 0; r < KF_REUSE; ++r) {
@@ -476,6 +529,10 @@ class ElementwiseGenerator : public KernelGenerator {
       params.push_back({"reuse", {"1", "2", "4", "8"},
                         "output rows per thread sharing one load of the broadcast input"});
     }
+    if (HasReusedInput()) {
+      params.push_back({"keep", {"0", "1"},
+                        "load the broadcast input under L2 evict_last, kept for its next rows"});
+    }
     space_ = ParamSpace(std::move(params));
   }
 
@@ -578,6 +635,16 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   int Reuse(const Config& c) const { return p_.reuse_inner > 0 ? c.GetInt("reuse") : 1; }
 
+  // Some input is read more than once: a broadcast tensor (not a one-element device scalar).
+  bool HasReusedInput() const {
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      if (!p_.device_scalar[i] && p_.in_numel[i] < double(p_.numel)) return true;
+    }
+    return false;
+  }
+
+  bool Keep(const Config& c) const { return HasReusedInput() && c.GetInt("keep") == 1; }
+
   // Registers per thread: a base plus each input's vectors in flight.
   int Registers(const Config& c) const {
     return 24 + c.GetInt("vec") * c.GetInt("ilp") * Reuse(c) * p_.num_inputs;
@@ -623,7 +690,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
           again += (n / reuse - p_.in_numel[i]) * ElementSize(p_.in_dtype[i]);
         }
       }
-      if (streamed_per_row * reuse > double(gpu_.l2_bytes) / 4) {
+      if (streamed_per_row * reuse > double(gpu_.l2_bytes) / 4 && !Keep(c)) {
         launch.dram_bytes += again;
       } else {
         launch.l2_bytes += again;
@@ -657,6 +724,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     if (p_.in_dtype[0] == v1::BOOL || p_.in_dtype[1] == v1::BOOL) {
       src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
     }
+    if (Keep(c)) src += kKeptLoads;
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
     src += FastDivideSource();
