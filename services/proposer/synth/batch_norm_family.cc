@@ -189,8 +189,9 @@ class BatchNormGenerator : public KernelGenerator {
     launch.registers = regs;
     launch.dram_bytes = MinBytes() * AccessWidthPenalty(vec * ElementSize(p_.in_dtype));
     launch.bytes_in_flight_per_thread = active * vec * ilp * ElementSize(p_.in_dtype);
-    // Flat mode divides per vector and re-reads the channel's four parameters.
-    launch.ops = n * (plane ? 3 : 3 + 40.0 / vec) / active;
+    // Flat mode finds the channel per vector (two multiply-shifts) and re-reads its four
+    // parameters.
+    launch.ops = n * (plane ? 3 : 3 + 16.0 / vec) / active;
     launch.block_latency_cycles = std::ceil(blocks / grid) * (plane ? 1200 : 700);
     return synth::EstimateLaunchSeconds(gpu_, launch);
   }
