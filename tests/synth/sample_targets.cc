@@ -171,6 +171,17 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Scalar("training", Bool(false)).Scalar("momentum", Float(0.1))
             .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
   }
+  {
+    // Planes shorter than a vector (a pooled feature map), and a tail past the last vector.
+    S x = pick({8, 96, 1, 3}, {2, 37, 1, 3});
+    S c = {x[1]};
+    add("batch_norm_short_planes", "batch_norm",
+        TargetBuilder("aten::batch_norm", "").Tensor("input", Dense(x, t))
+            .Tensor("weight", Dense(c, t)).Tensor("bias", Dense(c, t))
+            .Tensor("running_mean", Dense(c, t)).Tensor("running_var", Dense(c, t))
+            .Scalar("training", Bool(false)).Scalar("momentum", Float(0.1))
+            .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
+  }
   // Pooling.
   {
     S x = pick({32, 2048, 7, 7}, {5, 2048, 9, 9});

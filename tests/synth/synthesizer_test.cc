@@ -856,8 +856,8 @@ TEST(SynthesizerTest, NeighbourMovesStayInTheSpaceForEverySampledConfig) {
 using testing::ValidSample;
 
 std::string WithoutCapturedShape(std::string source) {
-  const size_t begin = source.find("// captured shape: begin");
-  const size_t end = source.find("// captured shape: end");
+  const size_t begin = source.find(kCapturedShapeBegin);
+  const size_t end = source.find(kCapturedShapeEnd);
   if (begin != std::string::npos && end != std::string::npos) source.erase(begin, end - begin);
   return source;
 }
@@ -880,7 +880,7 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
         auto kernel = generator->Generate(config);
         ASSERT_TRUE(kernel.ok()) << kernel.status();
         // Sizes come from the ABI at run time: the held-out shape gets the same source, but
-        // for the span where a broadcast kernel bakes its captured shape for a fast path.
+        // for the span where a kernel bakes its captured shape for a fast path.
         auto other_kernel = other->Generate(config);
         if (other_kernel.ok()) {
           EXPECT_EQ(WithoutCapturedShape(kernel->source),
@@ -937,9 +937,12 @@ TEST(SynthesizerTest, VectorsMustTileTheirRun) {
                                     "vector kernel has no per-element path)");
   // The same for batch norm's planes and a column reduction's kept inner run.
   auto odd_planes = Bind(Sample(samples, "batch_norm").target);  // H*W = 7*9
-  Config b = *odd_planes->Space().Parse("mode=flat;threads=256;vec=2;ilp=1;grid=oneshot");
+  Config b = *odd_planes->Space().Parse("mode=plane;threads=256;vec=2;ilp=1;grid=oneshot");
   EXPECT_EQ(odd_planes->Check(b), "planes of 63 elements do not split into vectors of 2 (a vector "
                                   "kernel has no per-element path)");
+  // Flat mode finds each element's channel: its vectors may straddle planes.
+  b.Set("mode", "flat");
+  EXPECT_EQ(odd_planes->Check(b), "");
   auto odd_inner = Bind(Sample(samples, "amin_first").target);  // inner 3*5
   Config r = *odd_inner->Space().Parse(
       "tile_threads=32;reduce_threads=4;vec=2;split=1;unroll=1;grid=oneshot");

@@ -1,7 +1,7 @@
 // BatchNormFamily: batch_norm in inference (training=False) over contiguous (N, C, *)
 // tensors: y = (x - running_mean[c]) * rsqrt(running_var[c] + eps) * weight[c] + bias[c].
-// Flat mode walks elements and derives the channel per element; plane mode gives each
-// (n, c) plane to a block that computes its channel's scale once.
+// Flat mode walks elements in vectors of any H*W and derives each element's channel; plane
+// mode gives each (n, c) plane to a block that computes its channel's scale once.
 #include <algorithm>
 #include <cmath>
 
@@ -78,19 +78,68 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64
   }
 }
 #else
-// Flat mode: a vector never straddles channels (hw % V == 0 on the vector path). A call of
-// fewer than 2^31 elements indexes in 32 bits and finds the channel by multiply-shifts whose
-// divisors the thread computes once: a 64-bit division and modulo per vector cost more issue
-// slots than a small plane's loads (ResNet-50's 7x7 planes run one element per vector).
-template <int V, typename I>
-__device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64 channels,
-                                       kf_i64 hw) {
+// Flat mode. A call of fewer than 2^31 elements indexes in 32 bits and finds an element's
+// plane and channel by multiply-shifts: of the captured call's H*W and C (constants, so the
+// compiler emits them with no setup) or of divisors each thread computes once. A 64-bit
+// division and modulo per vector cost more issue slots than a small plane's loads.
+template <typename I, bool CAPTURED>
+struct KfPlanes {
+  I hw, channels;
+  KfDivisor by_hw, by_c;
+  __device__ __forceinline__ KfPlanes(kf_i64 hw_, kf_i64 channels_)
+      : hw((I)hw_), channels((I)channels_) {
+    if (sizeof(I) == 4 && !CAPTURED) {
+      by_hw = kf_divisor((unsigned long long)max(hw_, 1ll));
+      by_c = kf_divisor((unsigned long long)max(channels_, 1ll));
+    }
+  }
+  __device__ __forceinline__ I div(I n, I d, KfDivisor by, unsigned captured) const {
+    if (sizeof(I) == 8) return n / d;
+    return CAPTURED ? (I)((unsigned)n / captured) : (I)kf_divide((unsigned)n, by);
+  }
+  __device__ __forceinline__ I plane(I e) const { return div(e, hw, by_hw, KF_HW); }
+  __device__ __forceinline__ I channel(I plane) const {
+    return plane - div(plane, channels, by_c, KF_C) * channels;
+  }
+};
+
+// How a vector's elements find their channels: all in one plane (H*W a multiple of V), at
+// most two planes (H*W >= V), or each its own (planes shorter than a vector).
+#define KF_SPAN_ONE 0
+#define KF_SPAN_TWO 1
+#define KF_SPAN_EACH 2
+
+template <int V, int SPAN, typename I, bool CAPTURED>
+__device__ __forceinline__ void kf_norm(const KfArgs& args, const KfPlanes<I, CAPTURED>& p, I e,
+                                        const float (&v)[V], float (&o)[V]) {
+  const I plane = p.plane(e);
+  const KfChannel a = kf_channel(args, p.channel(plane));
+  if (SPAN == KF_SPAN_ONE) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) o[i] = (v[i] - a.mean) * a.scale + a.shift;
+  } else if (SPAN == KF_SPAN_TWO) {
+    const I r = e - plane * p.hw;  // the vector's offset in its first plane
+    const KfChannel b = r + V > p.hw ? kf_channel(args, p.channel(plane + 1)) : a;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const KfChannel& ch = r + i < p.hw ? a : b;
+      o[i] = (v[i] - ch.mean) * ch.scale + ch.shift;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const KfChannel ch = kf_channel(args, p.channel(p.plane(e + i)));
+      o[i] = (v[i] - ch.mean) * ch.scale + ch.shift;
+    }
+  }
+}
+
+template <int V, int SPAN, typename I, bool CAPTURED>
+__device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAPTURED>& p,
+                                       I n) {
   const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
   TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
-  const I nv = (I)(planes * hw / V);
-  const bool narrow = sizeof(I) == 4;
-  const KfDivisor by_hw = kf_divisor(narrow && hw > 0 ? (unsigned long long)hw : 1ull);
-  const KfDivisor by_c = kf_divisor(narrow && channels > 0 ? (unsigned long long)channels : 1ull);
+  const I nv = n / V;
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float v[KF_ILP][V];
@@ -103,16 +152,32 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        const I plane = narrow ? (I)kf_divide((unsigned)(k * V), by_hw) : k * V / (I)hw;
-        const I c = narrow ? plane - (I)kf_divide((unsigned)plane, by_c) * (I)channels
-                           : plane % (I)channels;
-        const KfChannel ch = kf_channel(args, c);
         float o[V];
-#pragma unroll
-        for (int i = 0; i < V; ++i) o[i] = (v[j][i] - ch.mean) * ch.scale + ch.shift;
+        kf_norm<V, SPAN>(args, p, k * V, v[j], o);
         kf_store<V>(y + k * V, o);
       }
     }
+  }
+  // The elements past the last whole vector.
+  if (V > 1 && blockIdx.x == 0) {
+    for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
+      float v[1] = {kf_to_float(x[e])}, o[1];
+      kf_norm<1, KF_SPAN_ONE>(args, p, e, v, o);
+      y[e] = kf_from_float<TO>(o[0]);
+    }
+  }
+}
+
+template <typename I, bool CAPTURED>
+__device__ __forceinline__ void kf_flat(const KfArgs& args, kf_i64 channels, kf_i64 hw) {
+  const KfPlanes<I, CAPTURED> p(hw, channels);
+  const I n = (I)args.inputs[0].numel;
+  if (KF_VEC == 1 || hw % KF_VEC == 0) {
+    kf_run<KF_VEC, KF_SPAN_ONE>(args, p, n);
+  } else if (hw >= KF_VEC) {
+    kf_run<KF_VEC, KF_SPAN_TWO>(args, p, n);
+  } else {
+    kf_run<KF_VEC, KF_SPAN_EACH>(args, p, n);
   }
 }
 #endif
@@ -122,14 +187,17 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_batch_norm(KfArgs ar
   const kf_i64 channels = x.sizes[1];
   const kf_i64 planes = x.sizes[0] * channels;
   const kf_i64 hw = planes > 0 ? x.numel / planes : 0;
-  // No per-element path: the plan requires KF_VEC to divide H*W, and aligned pointers.
 #if KF_PLANE
+  // No per-element path: the plan requires KF_VEC to divide H*W, and aligned pointers.
   kf_run<KF_VEC>(args, planes, channels, hw);
 #else
-  if (x.numel < 0x7fffffffll) {
-    kf_run<KF_VEC, int>(args, planes, channels, hw);
+  // Aligned pointers (the plan requires them); any H*W.
+  if (x.numel < 0x7fffffffll && hw == KF_HW && channels == KF_C) {
+    kf_flat<int, true>(args, channels, hw);
+  } else if (x.numel < 0x7fffffffll) {
+    kf_flat<int, false>(args, channels, hw);
   } else {
-    kf_run<KF_VEC, kf_i64>(args, planes, channels, hw);
+    kf_flat<kf_i64, false>(args, channels, hw);
   }
 #endif
 }
@@ -153,7 +221,7 @@ class BatchNormGenerator : public KernelGenerator {
   std::string Check(const Config& c) const override {
     const int size = std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype));
     if (c.GetInt("vec") * size > 16) return "loads wider than 16 bytes";
-    if (c.GetInt("vec") > 1 && p_.plane % c.GetInt("vec") != 0) {
+    if (c.Get("mode") == "plane" && c.GetInt("vec") > 1 && p_.plane % c.GetInt("vec") != 0) {
       return absl::StrCat("planes of ", p_.plane, " elements do not split into vectors of ",
                           c.GetInt("vec"), kNoPerElementPath);
     }
@@ -216,6 +284,11 @@ class BatchNormGenerator : public KernelGenerator {
                     "\n#define KF_WEIGHT ", p_.index[0], "\n#define KF_BIAS ", p_.index[1],
                     "\n#define KF_MEAN ", p_.index[2], "\n#define KF_VAR ", p_.index[3],
                     "\n#define KF_EPS ", FloatLiteral(p_.eps), "\n");
+    if (!plane) {  // the captured call's plane and channel count: its divisions by constants
+      absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_HW ",
+                      std::max<int64_t>(1, p_.plane), "u\n#define KF_C ",
+                      std::max<int64_t>(1, p_.channels), "u\n", kCapturedShapeEnd, "\n");
+    }
     if (!plane) src += FastDivideSource();
     src += kEngine;
     PlanSpec plan;
@@ -239,7 +312,7 @@ class BatchNormGenerator : public KernelGenerator {
     plan.launches.push_back({"kf_batch_norm", {grid_x, grid_y, "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes =
         vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype)) : 0;
-    if (vec > 1) plan.multiple_of.push_back({"HW", vec});
+    if (plane && vec > 1) plan.multiple_of.push_back({"HW", vec});
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
 

@@ -106,9 +106,6 @@ __device__ __forceinline__ KfVec<T, V> kf_load_kept(const T* p) {
 }
 )";
 
-// The one shape-specific span of a broadcast kernel's source (CapturedShapeSource).
-constexpr char kCapturedBegin[] = "// captured shape: begin";
-constexpr char kCapturedEnd[] = "// captured shape: end";
 
 constexpr char kEngine[] = R"(
 // How an input is read along a vector of V consecutive output elements.
@@ -572,7 +569,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
     }
     same("args.outputs[0]", p_.out_tensor);
-    absl::StrAppend(&src, kCapturedBegin,
+    absl::StrAppend(&src, kCapturedShapeBegin,
                     "\n__device__ __forceinline__ bool kf_is_captured(const KfArgs& args) {\n"
                     "  return ",
                     test, ";\n}\n");
@@ -588,7 +585,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       }
       src += "  }\n";
     }
-    absl::StrAppend(&src, "  return offset;\n}\n", kCapturedEnd, "\n");
+    absl::StrAppend(&src, "  return offset;\n}\n", kCapturedShapeEnd, "\n");
     return src;
   }
 

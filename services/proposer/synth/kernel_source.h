@@ -20,6 +20,12 @@ struct PreambleOptions {
 // clusters kf_cluster_sync / kf_cluster_rank / kf_dsmem_u32.
 std::string DevicePreamble(const PreambleOptions& options);
 
+// Marks around the one span of a source that may hold the captured call's shape (constants for
+// a fast path the kernel takes when a call has exactly that shape); the rest of the source is
+// the same for every shape of the target.
+inline constexpr char kCapturedShapeBegin[] = "// captured shape: begin";
+inline constexpr char kCapturedShapeEnd[] = "// captured shape: end";
+
 // The first line of every generated source: "// kforge synth: <what>". It names the kernel, not
 // its config, so configs that differ only in their launch plan (grid sizing) generate the same
 // source and share one compile; the config travels as the candidate's params.
