@@ -9,7 +9,8 @@
 // where between a tensor and a number.
 // Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
 // the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
-// loaded once for several rows (`reuse`, kf_reuse_rows).
+// loaded once for several rows (`reuse`, kf_reuse_rows), and any broadcast input under an L2
+// evict_last policy (`keep`, kKeptLoads).
 #include <algorithm>
 #include <cmath>
 #include <map>
