@@ -186,15 +186,19 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_batch_norm(KfArgs ar
   const KfTensor& x = args.inputs[0];
   const kf_i64 channels = x.sizes[1];
   const kf_i64 planes = x.sizes[0] * channels;
-  const kf_i64 hw = planes > 0 ? x.numel / planes : 0;
 #if KF_PLANE
   // No per-element path: the plan requires KF_VEC to divide H*W, and aligned pointers.
-  kf_run<KF_VEC>(args, planes, channels, hw);
+  kf_run<KF_VEC>(args, planes, channels, planes > 0 ? x.numel / planes : 0);
 #else
-  // Aligned pointers (the plan requires them); any H*W.
-  if (x.numel < 0x7fffffffll && hw == KF_HW && channels == KF_C) {
-    kf_flat<int, true>(args, channels, hw);
-  } else if (x.numel < 0x7fffffffll) {
+  // Aligned pointers (the plan requires them); any H*W. The captured shape is recognized
+  // without the 64-bit division H*W takes otherwise: every thread would pay it up front.
+  const bool narrow = x.numel < 0x7fffffffll;
+  if (narrow && channels == KF_C && planes * KF_HW == x.numel) {
+    kf_flat<int, true>(args, channels, KF_HW);
+    return;
+  }
+  const kf_i64 hw = planes > 0 ? x.numel / planes : 0;
+  if (narrow) {
     kf_flat<int, false>(args, channels, hw);
   } else {
     kf_flat<kf_i64, false>(args, channels, hw);
