@@ -292,8 +292,8 @@ class BatchNormGenerator : public KernelGenerator {
       absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_HW ",
                       std::max<int64_t>(1, p_.plane), "u\n#define KF_C ",
                       std::max<int64_t>(1, p_.channels), "u\n", kCapturedShapeEnd, "\n");
+      src += FastDivideSource();
     }
-    if (!plane) src += FastDivideSource();
     src += kEngine;
     PlanSpec plan;
     plan.let = {{"N", "in0_numel"},

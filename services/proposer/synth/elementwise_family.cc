@@ -107,7 +107,6 @@ __device__ __forceinline__ KfVec<T, V> kf_load_kept(const T* p) {
 }
 )";
 
-
 constexpr char kEngine[] = R"(
 // How an input is read along a vector of V consecutive output elements.
 #define KF_FLAT 0   // dense, the output's shape: offset = element index
