@@ -8,6 +8,10 @@ passed, how far the prior's first and best-of-five picks are from the fastest me
 the prior rank of that fastest config, and per kind of config (split mode, row cache) the
 median of measured / prior: a kind far above the others is one the prior overrates.
 
+A sweep recorded before a family gained a switch (a parameter whose "0" keeps the kernel as it
+was, such as the elementwise `keep`) names its configs without it: such a config takes the
+prior of the config that adds the new switches at 0.
+
   prior_ranking.py PRIORS.tsv DETAILS_DIR
 """
 import csv
@@ -25,6 +29,23 @@ def kind(config):
     return mode + ("+" + cache.group(1) if cache else "")
 
 
+def params(config):
+    return dict(p.split("=", 1) for p in config.split(";") if p)
+
+
+def prior_of(row_priors, config):
+    """The prior of `config`, or of the config that adds switches at 0 (see the docstring)."""
+    if config in row_priors:
+        return row_priors[config]
+    want = params(config)
+    for c, us in row_priors.items():
+        have = params(c)
+        if all(have.get(k) == v for k, v in want.items()) and \
+                all(v == "0" for k, v in have.items() if k not in want):
+            return us
+    return None
+
+
 def ranks(xs):
     order = sorted(range(len(xs)), key=lambda i: xs[i])
     r = [0] * len(xs)
@@ -39,7 +60,7 @@ def main(argv):
     priors = {}
     with open(argv[1]) as f:
         for row, config, us in csv.reader(f, delimiter="\t"):
-            priors[(row, config)] = float(us)
+            priors.setdefault(row, {})[config] = float(us)
     files = sorted(glob.glob(os.path.join(argv[2], "*.tsv")))
     if not files:
         sys.exit(f"prior_ranking: no .tsv files in {argv[2]} (a kforge-synth-sweep --details dir)")
@@ -54,7 +75,7 @@ def main(argv):
                          f"(no {', '.join(sorted(missing))} column)")
             for d in reader:
                 measured = float(d["quick_us"] or 0)
-                prior = priors.get((row, d["config"]))
+                prior = prior_of(priors.get(row, {}), d["config"])
                 if d["quick_verdict"] == "PASS" and measured > 0 and prior is not None:
                     points.append((prior, measured, kind(d["config"])))
         if len(points) < 5:
