@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "common/kforge_device.h"
 #include "services/worker/compiler.h"
+#include "services/worker/evaluator_stats.h"
 
 namespace kforge {
 namespace {
@@ -64,11 +65,6 @@ struct KfThree {
       return 1;                                                                     \
     }                                                                               \
   } while (0)
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 int Main(int argc, char** argv) {
   CLI::App app{"kforge-launch-overhead: the cost of the kernel parameter's size per launch"};

@@ -209,7 +209,7 @@ struct PrepareOptions {
   std::string resume_dir;    // --resume: carry the configs finished in this --details dir
   bool finish_only = false;  // --finish: sweep nothing new
   std::vector<std::string> configs;  // --configs: sweep exactly these (config strings)
-  std::vector<std::pair<std::string, std::string>> where;  // --where: only configs with these
+  std::map<std::string, std::string> where;  // --where: only configs with these values
   std::string sources_dir;  // --sources: write each kernel's source and plan here
   std::string priors_path;  // --priors: append each valid config's prior here, sweep nothing
 };
@@ -1111,15 +1111,13 @@ int Main(int argc, char** argv) {
   app.add_flag("--shape-generic", shape_generic,
                "full validation also on the evaluator's held-out shape");
   CLI11_PARSE(app, argc, argv);
-  std::vector<std::pair<std::string, std::string>> where;
-  for (absl::string_view term : absl::StrSplit(where_text, ';', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> kv = absl::StrSplit(term, absl::MaxSplits('=', 1));
-    if (kv.second.empty()) {
-      std::cerr << "--where '" << where_text << "': '" << term
+  const std::map<std::string, std::string> where = synth::SplitParams(where_text);
+  for (const auto& [name, value] : where) {
+    if (value.empty()) {
+      std::cerr << "--where '" << where_text << "': '" << name
                 << "' is not name=value (for example split_mode=sync)\n";
       return 2;
     }
-    where.push_back(std::move(kv));
   }
   bench::Shard shard;
   if (!shard_text.empty()) {

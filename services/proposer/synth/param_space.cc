@@ -89,14 +89,18 @@ absl::StatusOr<Config> ParamSpace::FromMap(
   return Config(std::move(values));
 }
 
-absl::StatusOr<Config> ParamSpace::Parse(std::string_view text) const {
+std::map<std::string, std::string> SplitParams(std::string_view text) {
   std::map<std::string, std::string> params;
   for (absl::string_view item :
        absl::StrSplit(absl::string_view(text.data(), text.size()), ';', absl::SkipEmpty())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     params[kv.first] = kv.second;
   }
-  return FromMap(params);
+  return params;
+}
+
+absl::StatusOr<Config> ParamSpace::Parse(std::string_view text) const {
+  return FromMap(SplitParams(text));
 }
 
 std::vector<Config> ParamSpace::Neighbours(const Config& config) const {

@@ -47,6 +47,10 @@ class Config {
   std::vector<std::pair<std::string, std::string>> values_;
 };
 
+// The name -> value pairs of a "name=value;..." text (a config, or part of one); a term
+// without '=' maps its name to "".
+std::map<std::string, std::string> SplitParams(std::string_view text);
+
 class ParamSpace {
  public:
   ParamSpace() = default;
@@ -60,7 +64,7 @@ class ParamSpace {
   // The config a params map (Candidate.params) names; InvalidArgument naming the first
   // missing parameter or value outside the space.
   absl::StatusOr<Config> FromMap(const std::map<std::string, std::string>& params) const;
-  // Parses the canonical "name=value;..." form.
+  // Parses the canonical "name=value;..." form (SplitParams, then FromMap).
   absl::StatusOr<Config> Parse(std::string_view text) const;
   // Every config that differs from `config` in exactly one parameter, moved to an adjacent
   // value of that parameter's list. Parameter order, lower value first.
