@@ -2,7 +2,8 @@
 // the elementwise kernels' broadcast offsets equal the per-dim walk over the input's sizes
 // and strides for random broadcast patterns and layouts, with groups merged as documented;
 // a row span (kf_row_span, the reuse path's form) is what it says; a view read along its own
-// shape (the layout family's copy) is read where its strides say.
+// shape (the layout family's copy) is read where its strides say; an elementwise call's path
+// (kf_decide) follows its inputs' forms and alignment.
 #include "services/proposer/synth/device_code.h"
 
 #include <gtest/gtest.h>
@@ -190,6 +191,41 @@ TEST(RowSpan, MasksAndBiasesSpanOneOutputRow) {
   EXPECT_EQ(span(scores), 0);             // the output's shape: nothing repeats
   // The innermost elements in another layout are not one dense row.
   EXPECT_EQ(kf_row_span(Tensor({16, 16}, {1, 16}), out), 0);
+}
+
+TEST(ElementwisePath, FollowsTheInputsFormsAndAlignment) {
+  const std::vector<long long> scores = {1, 8, 16, 16};
+  const KfTensor out = Tensor(scores, ContiguousStrides(scores));
+  const KfTensor mask = Tensor({1, 1, 16, 16}, ContiguousStrides({1, 1, 16, 16}));
+  const KfTensor scalar = Tensor({}, {});
+  // A mask over heads: read by runs of the last dim, or once for `reuse` rows of 256.
+  KfSetup s = kf_decide(out, mask, out, 2, 4, 1, true);
+  EXPECT_EQ(s.small, 1);
+  EXPECT_EQ(s.path, KF_PATH_VEC);
+  EXPECT_EQ(s.mode0, KF_FLAT);
+  EXPECT_EQ(s.mode1, KF_RUN);
+  s = kf_decide(out, mask, out, 2, 4, 2, true);
+  EXPECT_EQ(s.path, KF_PATH_REUSE);
+  EXPECT_EQ(s.row_input, 1);
+  EXPECT_EQ(s.inner, 256);
+  // Misaligned pointers, or a last dim that vectors do not tile: element by element.
+  s = kf_decide(out, mask, out, 2, 4, 2, false);
+  EXPECT_EQ(s.path, KF_PATH_SCALAR);
+  EXPECT_EQ(s.mode0, KF_FLAT);
+  EXPECT_EQ(s.mode1, KF_SCALAR_ONLY);
+  const KfTensor odd = Tensor({3, 5}, ContiguousStrides({3, 5}));
+  const KfTensor odd_row = Tensor({5}, {1});
+  EXPECT_EQ(kf_decide(odd, odd_row, odd, 2, 2, 1, true).path, KF_PATH_SCALAR);
+  // Flat inputs vectorize whatever the last dim (a tail finishes), a 0-d scalar is constant.
+  EXPECT_EQ(kf_decide(odd, odd, odd, 2, 2, 1, true).path, KF_PATH_VEC);
+  s = kf_decide(out, scalar, out, 2, 4, 1, true);
+  EXPECT_EQ(s.path, KF_PATH_VEC);
+  EXPECT_EQ(s.mode1, KF_CONST);
+  // One input: the second is the first.
+  s = kf_decide(out, out, out, 1, 1, 1, true);
+  EXPECT_EQ(s.path, KF_PATH_SCALAR);
+  EXPECT_EQ(s.mode0, KF_FLAT);
+  EXPECT_EQ(s.mode1, KF_FLAT);
 }
 
 }  // namespace

@@ -1006,20 +1006,24 @@ TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_THAT(kept->source, HasSubstr("createpolicy.fractional.L2::evict_last.b64"));
   EXPECT_THAT(kept->source, HasSubstr("ld.global.L2::cache_hint.v4.u32"));
-  EXPECT_THAT(kernel->source, HasSubstr("args.inputs[1].ndim == 4 && args.inputs[1].sizes[0] == 2 "
-                                        "&& args.inputs[1].strides[0] == 65536 && "
-                                        "args.inputs[1].sizes[1] == 1"));
+  // The captured call is recognized by its sizes, strides and aligned pointers, and takes the
+  // path kf_decide gave it when the kernel was generated: vectors, the output-shaped input flat
+  // (0), the mask by runs of the last dim (1).
+  EXPECT_THAT(kernel->source, HasSubstr("(args.inputs[1].ndim == 4) & (args.inputs[1].sizes[0] == "
+                                        "2) & (args.inputs[1].strides[0] == 65536) & "
+                                        "(args.inputs[1].sizes[1] == 1)"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_aligned(args.outputs[0].data, KF_VEC"));
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_SETUP {1, 1, 0, 1, 0, 0}"));
   EXPECT_THAT(kernel->source,
               HasSubstr("kf_const_div<I, 65536ull>(e); offset += (e - q * (I)65536) * (I)1;"));
   EXPECT_THAT(kernel->source,
               HasSubstr("kf_const_div<I, 2ull>(e); offset += (e - q * (I)2) * (I)65536;"));
-  // Same-shape operands need no groups: nothing is baked, every call takes the flat path.
   EXPECT_NE(WithoutCapturedShape(kernel->source), kernel->source);
+  // Same-shape operands: both flat, nothing to divide.
   auto flat = Bind(Sample(SampleTargets(v1::FLOAT32), "add_alpha").target);
   auto flat_kernel = flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot"));
   ASSERT_TRUE(flat_kernel.ok()) << flat_kernel.status();
-  EXPECT_THAT(flat_kernel->source,
-              HasSubstr("kf_is_captured(const KfArgs&) {\n  return false;"));
+  EXPECT_THAT(flat_kernel->source, HasSubstr("#define KF_CAPTURED_SETUP {1, 1, 0, 0, 0, 0}"));
 }
 
 TEST(SynthesizerTest, ExplainReportsThePriorOfAConfig) {

@@ -186,6 +186,13 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
                      .Tensor("other", Dense({1, 1, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
                      .Scalar("alpha", Int(1))
                      .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
+  // Qwen3-MoE's attention scale: a 0-dim float64 tensor on the device.
+  rows.push_back(RowBuilder(id_prefix, "mul-scale-bf16",
+                            "mul, 1×8×2048×2048 bf16 × f64[] (attention scale on the device)",
+                            "aten::mul", "Tensor")
+                     .Tensor("self", Dense({1, 8, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
+                     .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
+                     .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
   for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 512}, {256, 256}, {256, 512}}) {
     const std::vector<int64_t> x = {1, c, hw, hw};
     rows.push_back(RowBuilder(id_prefix, absl::StrCat("gn-vae-", c, "x", hw, "-fp32"),

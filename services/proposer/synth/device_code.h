@@ -13,11 +13,13 @@ typedef long long kf_i64;
 #define KF_HD inline
 #include "services/proposer/synth/device/fast_divide.cuh"
 #include "services/proposer/synth/device/broadcast_groups.cuh"
+#include "services/proposer/synth/device/elementwise_path.cuh"
 #undef KF_HD
 
 // The .cuh texts, to embed in kernel sources after DevicePreamble (which defines KF_HD for the
-// device; broadcast groups need the fast division before them).
+// device; broadcast groups need the fast division before them, elementwise paths the groups).
 std::string_view FastDivideSource();
 std::string_view BroadcastGroupsSource();
+std::string_view ElementwisePathSource();
 
 }  // namespace kforge::synth

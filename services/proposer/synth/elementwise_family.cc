@@ -108,36 +108,6 @@ __device__ __forceinline__ KfVec<T, V> kf_load_kept(const T* p) {
 )";
 
 constexpr char kEngine[] = R"(
-// How an input is read along a vector of V consecutive output elements.
-#define KF_FLAT 0   // dense, the output's shape: offset = element index
-#define KF_RUN 1    // broadcast, last dim dense and full: V consecutive elements
-#define KF_CONST 2  // broadcast, last dim of size 1: one element for the whole vector
-#define KF_SCALAR_ONLY 3  // anything else: element by element
-
-__device__ __forceinline__ bool kf_flat(const KfTensor& t, const KfTensor& out) {
-  if (t.ndim != out.ndim) return false;
-  kf_i64 expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != out.sizes[d]) return false;
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
-__device__ __forceinline__ int kf_mode(const KfTensor& t, const KfTensor& out, int v) {
-  if (kf_flat(t, out)) return KF_FLAT;
-  const kf_i64 out_last = out.ndim > 0 ? out.sizes[out.ndim - 1] : 1;
-  if (out_last % v != 0) return KF_SCALAR_ONLY;
-  const kf_i64 t_last = t.ndim > 0 ? t.sizes[t.ndim - 1] : 1;
-  if (t_last == 1) return KF_CONST;
-  if (t_last != out_last || t.strides[t.ndim - 1] != 1) return KF_SCALAR_ONLY;
-  for (int d = 0; d < t.ndim - 1; ++d) {
-    if (t.sizes[d] != 1 && t.strides[d] % v != 0) return KF_SCALAR_ONLY;  // keeps alignment
-  }
-  return KF_RUN;
-}
-
 // Input INPUT's offset of output element e: from the captured call's groups, baked in
 // (CAPTURED, kf_captured_offset), or from the groups the block built.
 template <int V, typename I, int INPUT, bool CAPTURED, typename T>
@@ -171,6 +141,18 @@ __device__ __forceinline__ void kf_read(const T* x, int mode, const KfGroups<I>&
   }
 }
 
+// kf_read, or V copies of `value` when ONCE: the input was read before the loop.
+template <int V, typename I, int INPUT, bool CAPTURED, bool ONCE, typename T>
+__device__ __forceinline__ void kf_read_or_fill(const T* x, int mode, const KfGroups<I>& g, I e,
+                                                float value, float (&v)[V]) {
+  if (ONCE) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) v[i] = value;
+  } else {
+    kf_read<V, I, INPUT, CAPTURED>(x, mode, g, e, v);
+  }
+}
+
 // Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
 template <int V, typename I, bool CAPTURED>
 __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
@@ -194,6 +176,12 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
     }
     __syncthreads();
   }
+  // A one-element input of the captured call (a device scalar) is read once, before the loop:
+  // the compiler may not hoist a load above the loop's stores, which could alias it.
+  const float one0 = CAPTURED && KF_CAPTURED_ONE0 ? kf_to_float(x0[0]) : 0.f;
+#if KF_NIN == 2
+  const float one1 = CAPTURED && KF_CAPTURED_ONE1 ? kf_to_float(x1[0]) : 0.f;
+#endif
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float a[KF_ILP][V];
@@ -202,9 +190,11 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        kf_read<V, I, 0, CAPTURED>(x0, mode0, groups[0], k * V, a[j]);
+        kf_read_or_fill<V, I, 0, CAPTURED, CAPTURED && KF_CAPTURED_ONE0>(
+            x0, mode0, groups[0], k * V, one0, a[j]);
 #if KF_NIN == 2
-        kf_read<V, I, 1, CAPTURED>(x1, mode1, groups[1], k * V, b[j]);
+        kf_read_or_fill<V, I, 1, CAPTURED, CAPTURED && KF_CAPTURED_ONE1>(
+            x1, mode1, groups[1], k * V, one1, b[j]);
 #endif
       }
     }
@@ -223,9 +213,11 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   if (V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float a[1], b[1] = {0.f};
-      kf_read<1, I, 0, CAPTURED>(x0, mode0, groups[0], e, a);
+      kf_read_or_fill<1, I, 0, CAPTURED, CAPTURED && KF_CAPTURED_ONE0>(x0, mode0, groups[0], e,
+                                                                        one0, a);
 #if KF_NIN == 2
-      kf_read<1, I, 1, CAPTURED>(x1, mode1, groups[1], e, b);
+      kf_read_or_fill<1, I, 1, CAPTURED, CAPTURED && KF_CAPTURED_ONE1>(x1, mode1, groups[1], e,
+                                                                        one1, b);
 #endif
       y[e] = kf_from_float<TO>(kf_op(a[0], b[0]));
     }
@@ -292,51 +284,19 @@ __device__ __forceinline__ void kf_reuse_rows(const KfArgs& args, I inner) {
 
 #endif
 
-// How the block runs the call: decided once per block by thread 0 (a path, the inputs'
-// modes, the reuse form) and read by every thread from shared memory. Deciding it in every
-// thread (the captured-shape test alone compares some thirty sizes and strides) cost more
-// issue slots than the two loads and one store a thread of a one-shot grid does.
-#define KF_PATH_SCALAR 0
-#define KF_PATH_VEC 1
-#define KF_PATH_CAPTURED 2
-#define KF_PATH_REUSE 3
-struct KfSetup {
-  int small;  // every numel below 2^31: 32-bit indices
-  int path;
-  int mode0, mode1;
-  int row_input;  // KF_PATH_REUSE: the broadcast input, `inner` elements per output row
-  kf_i64 inner;
-};
-
-__device__ __forceinline__ void kf_setup(const KfArgs& args, KfSetup& s) {
-  const KfTensor& out = args.outputs[0];
-  bool small = out.numel < 0x7fffffffll;
-  for (int i = 0; i < KF_NIN; ++i) small = small && args.inputs[i].numel < 0x7fffffffll;
-  s.small = small;
-  const bool flat0 = kf_flat(args.inputs[0], out), flat1 = kf_flat(args.inputs[KF_NIN - 1], out);
-  s.mode0 = kf_mode(args.inputs[0], out, KF_VEC);
-  s.mode1 = KF_NIN == 2 ? kf_mode(args.inputs[KF_NIN - 1], out, KF_VEC) : KF_FLAT;
-  bool vec_ok = KF_VEC > 1 && s.mode0 != KF_SCALAR_ONLY && s.mode1 != KF_SCALAR_ONLY &&
-                kf_aligned(out.data, KF_VEC * (int)sizeof(TO)) &&
-                kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
-                kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
-  s.path = !vec_ok ? KF_PATH_SCALAR : small && kf_is_captured(args) ? KF_PATH_CAPTURED
-                                                                    : KF_PATH_VEC;
-  if (!vec_ok) {  // element by element, a scalar mode per input
-    s.mode0 = flat0 ? KF_FLAT : KF_SCALAR_ONLY;
-    s.mode1 = KF_NIN == 1 || flat1 ? KF_FLAT : KF_SCALAR_ONLY;
-  }
-#if KF_REUSE > 1 && KF_NIN == 2
-  // One input flat, the other spanning one output row of a multiple of KF_VEC elements.
-  if (vec_ok && flat0 != flat1) {
-    s.row_input = flat0 ? 1 : 0;
-    s.inner = kf_row_span(args.inputs[s.row_input], out);
-    if (s.inner > 0 && s.inner % KF_VEC == 0) s.path = KF_PATH_REUSE;
-  }
-#endif
+// A call other than the captured one: decided once per block by thread 0 and read by every
+// thread from shared memory. Deciding it in every thread (the modes alone walk every dim of
+// every tensor) cost more issue slots than the two loads and one store a thread of a one-shot
+// grid does.
+__device__ __forceinline__ KfSetup kf_setup(const KfArgs& args) {
+  const bool aligned = kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO)) &&
+                       kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
+                       kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
+  return kf_decide(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0], KF_NIN, KF_VEC,
+                   KF_REUSE, aligned);
 }
 
-template <typename I>
+template <typename I, bool CAPTURED>
 __device__ __forceinline__ void kf_dispatch(const KfArgs& args, const KfSetup& s) {
   switch (s.path) {
 #if KF_REUSE > 1 && KF_NIN == 2
@@ -348,25 +308,31 @@ __device__ __forceinline__ void kf_dispatch(const KfArgs& args, const KfSetup& s
       }
       return;
 #endif
-    case KF_PATH_CAPTURED:
-      kf_run<KF_VEC, I, true>(args, s.mode0, s.mode1);
-      return;
     case KF_PATH_VEC:
-      kf_run<KF_VEC, I, false>(args, s.mode0, s.mode1);
+      kf_run<KF_VEC, I, CAPTURED>(args, s.mode0, s.mode1);
       return;
     default:
-      kf_run<1, I, false>(args, s.mode0, s.mode1);
+      kf_run<1, I, CAPTURED>(args, s.mode0, s.mode1);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
+#ifdef KF_CAPTURED_SETUP
+  // The captured call, recognized by every warp alike: its path is a constant and its
+  // broadcast offsets divide by constants, so the first loads wait for nothing.
+  if (kf_is_captured(args)) {
+    const KfSetup captured = KF_CAPTURED_SETUP;
+    kf_dispatch<int, true>(args, captured);
+    return;
+  }
+#endif
   __shared__ KfSetup setup;
-  if (threadIdx.x == 0) kf_setup(args, setup);
+  if (threadIdx.x == 0) setup = kf_setup(args);
   __syncthreads();
   if (setup.small) {
-    kf_dispatch<int>(args, setup);
+    kf_dispatch<int, false>(args, setup);
   } else {
-    kf_dispatch<kf_i64>(args, setup);
+    kf_dispatch<kf_i64, false>(args, setup);
   }
 }
 )";
@@ -536,12 +502,13 @@ class ElementwiseGenerator : public KernelGenerator {
   const ParamSpace& Space() const override { return space_; }
   Config Canonicalize(const Config& c) const override { return c; }
 
-  // The captured call's shapes baked into the kernel: kf_is_captured(args) says whether a call
-  // has them (sizes and strides of every tensor), and kf_captured_offset<INPUT, I>(e) is then
-  // the broadcast input's offset with its groups' sizes as constants (divisions become shifts
-  // or multiply-shifts), so no block has to build groups in shared memory behind a barrier
-  // first. Other shapes take the generic path of the same source.
-  std::string CapturedShapeSource() const {
+  // The captured call baked into the kernel: kf_is_captured(args) says whether a call is it
+  // (sizes and strides of every tensor, and pointers aligned for the vectors), KF_CAPTURED_SETUP
+  // is its path (kf_decide's on the captured tensors), and kf_captured_offset<INPUT, I>(e) a
+  // broadcast input's offset with its groups' sizes as constants (divisions become shifts or
+  // multiply-shifts). So the captured call needs no setup and no barrier; other shapes take
+  // the generic path of the same source.
+  std::string CapturedShapeSource(const Config& c) const {
     std::string src = R"(
 // e / D for a divisor known when the kernel is generated: a shift or a multiply-shift.
 template <typename I, unsigned long long D>
@@ -549,30 +516,41 @@ __device__ __forceinline__ I kf_const_div(I e) {
   return sizeof(I) == 4 ? (I)((unsigned)e / (unsigned)D) : (I)((unsigned long long)e / D);
 }
 )";
-    if (!p_.broadcast || p_.numel >= 0x7fffffffll) {
-      return src + R"(__device__ __forceinline__ bool kf_is_captured(const KfArgs&) {
-  return false;
-}
+    if (p_.numel >= 0x7fffffffll) {  // 64-bit indices: no captured path
+      return src + R"(#define KF_CAPTURED_ONE0 0
+#define KF_CAPTURED_ONE1 0
 template <int INPUT, typename I>
 __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
     }
-    std::string test = "true";
+    // Every word compared, none skipped (& rather than &&): the parameter loads issue together
+    // instead of one after another.
+    std::string test = absl::StrCat(
+        "(KF_VEC == 1 || (kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO))\n"
+        "                 & kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0))\n"
+        "                 & kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1))))");
     auto same = [&](const std::string& name, const KfTensor& t) {
-      absl::StrAppend(&test, "\n      && ", name, ".ndim == ", t.ndim);
+      absl::StrAppend(&test, "\n      & (", name, ".ndim == ", t.ndim, ")");
       for (int d = 0; d < t.ndim; ++d) {
-        absl::StrAppend(&test, " && ", name, ".sizes[", d, "] == ", t.sizes[d], " && ", name,
-                        ".strides[", d, "] == ", t.strides[d]);
+        absl::StrAppend(&test, " & (", name, ".sizes[", d, "] == ", t.sizes[d], ")");
+        if (t.sizes[d] != 1) {  // a dim of one element is read at index 0, whatever its stride
+          absl::StrAppend(&test, " & (", name, ".strides[", d, "] == ", t.strides[d], ")");
+        }
       }
     };
     for (int i = 0; i < p_.num_inputs; ++i) {
       same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
     }
     same("args.outputs[0]", p_.out_tensor);
-    absl::StrAppend(&src, kCapturedShapeBegin,
-                    "\n__device__ __forceinline__ bool kf_is_captured(const KfArgs& args) {\n"
-                    "  return ",
-                    test, ";\n}\n");
+    const KfSetup path = kf_decide(p_.in_tensor[0], p_.in_tensor[p_.num_inputs - 1],
+                                   p_.out_tensor, p_.num_inputs, c.GetInt("vec"), Reuse(c),
+                                   /*aligned=*/true);
+    absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_CAPTURED_SETUP {", path.small,
+                    ", ", path.path, ", ", path.mode0, ", ", path.mode1, ", ", path.row_input,
+                    ", ", path.inner, "}\n#define KF_CAPTURED_ONE0 ", p_.in_numel[0] == 1 ? 1 : 0,
+                    "\n#define KF_CAPTURED_ONE1 ", p_.in_numel[p_.num_inputs - 1] == 1 ? 1 : 0,
+                    "\n__device__ __forceinline__ bool kf_is_captured(",
+                    "const KfArgs& args) {\n  return ", test, ";\n}\n");
     src += "template <int INPUT, typename I>\n"
            "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
     for (int i = 0; i < p_.num_inputs; ++i) {
@@ -613,17 +591,10 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     return "";
   }
 
-  // Mirrors kf_mode: every input flat, or broadcast along whole last-dim runs or constants.
+  // Every input flat, or broadcast along whole last-dim runs or constants (kf_mode).
   bool VectorPathRuns(int vec) const {
-    if (!p_.broadcast) return true;
-    const int64_t out_last = p_.out_sizes.empty() ? 1 : p_.out_sizes.back();
-    if (out_last % vec != 0) return false;
     for (int i = 0; i < p_.num_inputs; ++i) {
-      const auto& sizes = p_.in_sizes[i];
-      if (sizes == p_.out_sizes) continue;
-      const int64_t last = sizes.empty() ? 1 : sizes.back();
-      if (last == 1) continue;
-      if (last != out_last) return false;
+      if (kf_mode(p_.in_tensor[i], p_.out_tensor, vec) == KF_SCALAR_ONLY) return false;
     }
     return true;
   }
@@ -726,7 +697,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     OpBody(p_, fast), "\n}\n");
     src += FastDivideSource();
     src += BroadcastGroupsSource();
-    src += CapturedShapeSource();
+    src += ElementwisePathSource();
+    src += CapturedShapeSource(c);
     src += kEngine;
     PlanSpec plan;
     const std::string grid =
