@@ -163,6 +163,22 @@ def main():
         expect("| 1.20x[^m1-" in line[ids[1]], "worker time: 60 / 50", line[ids[1]])
         expect("timed in one interleaved loop" in r.stdout and "two processes" in r.stdout,
                "notes say which comparison each ratio is", r.stdout)
+        # A launch-bound row (under 20 µs) with CUDA-graph replay times: "vs torch.compile" is
+        # their ratio (2.0 / 1.6), the single launches' (5 / 6) in its note.
+        graph_side = json.loads(json.dumps(side))
+        graph_side["rows"][ids[2]] = {"eager_s": 9e-6, "compiled_s": {"default": 5e-6},
+                                      "kforge_s": {"default": 6e-6}, "graph_eager_s": 3e-6,
+                                      "graph_compiled_s": {"default": 2.0e-6},
+                                      "graph_kforge_s": {"default": 1.6e-6}, "note": ""}
+        with open(os.path.join(tmp, "graph-times.json"), "w") as f:
+            json.dump(graph_side, f)
+        graph_run = run([py, table_py, timed_run, "--torch-times", "graph-times.json"], tmp)
+        line = [ln for ln in graph_run.stdout.splitlines() if f"`{ids[2][:12]}`" in ln][0]
+        expect("| 5.0 (default); graph 2.00 (default)" in line and "| 6.0; graph 1.60 |" in line
+               and "| 1.25x[^m1-" in line, "launch-bound row: graph replay ratio", line)
+        expect("CUDA-graph replays of 20 calls" in graph_run.stdout
+               and "one launch each: 0.83x" in graph_run.stdout,
+               "the note names the method and the single-launch ratio", graph_run.stdout)
         # The summary counts both (1.50x and 1.20x: 2 of 2, one side by side); a target whose
         # signature names a tensor over 64 MB is held to 70% of the floor (50% here).
         expect("At least as fast as torch.compile (its faster mode): **2 of 2** targets "

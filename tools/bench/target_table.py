@@ -28,7 +28,10 @@ script). When the torch script also timed kforge's kernel (torch_compile_times.p
 --kforge-bundle: the exported kernel through the runtime, in the same interleaved loop as
 eager and torch.compile), "kforge µs beside" holds that time and "vs torch.compile" is the
 ratio of the two, measured side by side; otherwise it divides the script's torch.compile time
-by the worker's re-confirmed time, and a note says so.
+by the worker's re-confirmed time, and a note says so. For a launch-bound row (under 20 µs)
+the script also times CUDA-graph replays (torch_compile_times.py), as the worker times such
+targets: the torch.compile and beside cells add them ("graph"), and "vs torch.compile" is their
+ratio, the single launches' ratio in its note.
 """
 
 import argparse
@@ -116,6 +119,18 @@ def torch_compile_best(rec):
     return compiled[mode], mode
 
 
+def graph_times(rec):
+    """(torch.compile s, kforge s, mode) per call of the CUDA-graph replays the torch script
+    times launch-bound rows with, torch.compile's faster mode; None when it has none."""
+    compiled = {m: s for m, s in (rec.get("graph_compiled_s") or {}).items() if s and s > 0}
+    kforge = rec.get("graph_kforge_s") or {}
+    modes = [m for m in compiled if kforge.get(m)]
+    if not modes:
+        return None
+    mode = min(modes, key=compiled.get)
+    return compiled[mode], kforge[mode], mode
+
+
 def largest_tensor_bytes(signature):
     """Bytes of the largest tensor a target signature names ("bf16[1,8,2048,2048] ...")."""
     largest = 0
@@ -162,6 +177,7 @@ def target_table(run, report, times, have_times, notes, facts):
     for t in report.get("targets", []):
         tid = t["target_id"]
         rec = times.get(tid)
+        graph = None
         eager_k = us(t.get("eager_s")) if timed else None
         best = us(t.get("best_s")) if timed else None
         floor = us(t.get("floor_s"))
@@ -188,6 +204,9 @@ def target_table(run, report, times, have_times, notes, facts):
             compiled_s, mode = torch_compile_best(rec)
             compile_cell = cell(f"{compiled_s * 1e6:.1f} ({mode})" if compiled_s else None,
                                 ("failed", rec.get("note") or "no torch.compile time"), notes)
+            graph = graph_times(rec) if compiled_s else None
+            if graph:
+                compile_cell += f"; graph {graph[0] * 1e6:.2f} ({graph[2]})"
             if rec.get("inputs"):
                 compile_cell += f" {notes.mark('torch times on ' + rec['inputs'] + ' inputs')}"
             beside_s = (rec.get("kforge_s") or {}).get(mode) if compiled_s else None
@@ -195,6 +214,8 @@ def target_table(run, report, times, have_times, notes, facts):
                                ("-", rec.get("note") or "the torch script did not time kforge's "
                                 "kernel (torch_compile_times.py --kforge-bundle RUN/export)"),
                                notes)
+            if graph:
+                beside_cell += f"; graph {graph[1] * 1e6:.2f}"
         shipped = exported is None or tid in exported
         if timed and t.get("best_s") and not shipped:
             beside_cell = f"not exported{notes.mark(not_exported_reason(t))}"
@@ -208,13 +229,21 @@ def target_table(run, report, times, have_times, notes, facts):
         if timed and best_s:
             facts.append({"run": os.path.basename(os.path.normpath(run)), "target": tid[:12],
                           "op": t.get("op", ""), "signature": t.get("signature", ""),
-                          "vs_compile": compiled_s / (beside_s or best_s) if compiled_s else None,
+                          "vs_compile": (graph[0] / graph[1] if graph else
+                                         compiled_s / (beside_s or best_s) if compiled_s
+                                         else None),
                           "exported": shipped,
                           "side_by_side": bool(beside_s and compiled_s),
                           "pct_floor": 100 * t["floor_s"] / best_s if t.get("floor_s") else None,
                           "bytes": largest_tensor_bytes(t.get("signature", ""))})
         if not timed or not compiled_s:
             vs_compile = "-"
+        elif graph:
+            vs_compile = ratio(graph[0], graph[1]) + notes.mark(
+                "launch-bound (under 20 µs): CUDA-graph replays of 20 calls, the L2 flushed "
+                "before every replay (the worker's timing of such targets), torch.compile and "
+                "kforge's kernel alike, side by side; one launch each: "
+                + (ratio(compiled_s, beside_s) if beside_s else "not timed"))
         elif beside_s:
             vs_compile = ratio(compiled_s, beside_s) + notes.mark(
                 "side by side: torch.compile and kforge's kernel timed in one interleaved loop")

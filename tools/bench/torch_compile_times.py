@@ -36,6 +36,14 @@ still be pending; if it is not, the spin was too short: the batch is discarded a
 with twice the cycles (up to 3 times; a batch that stays uncovered is kept and counted in the
 row's "uncovered_batches").
 
+Launch-bound rows (the faster function under 20 us) are also timed in the worker's second
+mode (DESIGN.md, services/worker/evaluator_cuda_backend.cc): each function's 20 calls captured
+in one CUDA graph, the graph replayed with the L2 flushed before every replay, time per call
+= replay time / 20, every function alike, interleaved. One launch of a kernel of a few
+microseconds is mostly launch latency and cold code; in a model the op runs among others,
+which is what the replays measure. They go to "graph_eager_s", "graph_compiled_s": {MODE: s}
+and "graph_kforge_s": {MODE: s}; a function that cannot be captured leaves a note instead.
+
   torch_compile_times.py --rows-json ROWS --out TIMES [--rows ID,...] [--modes M,...]
                          [--time-budget-s S] [--batch-reps N] [--check]
                          [--kforge-bundle DIR --kforge-lib LIB]
@@ -54,6 +62,8 @@ import sys
 import time
 
 MODES = ("default", "max-autotune-no-cudagraphs")
+LAUNCH_BOUND_S = 20e-6  # the worker's kLaunchBoundSeconds: below it, CUDA-graph replays too
+GRAPH_LAUNCHES = 20     # calls per captured graph (the worker's kGraphLaunches)
 FILLS = ("normal", "weight", "bias")
 # c10::ScalarType codes as the capture records a dtype argument (an int).
 SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
@@ -339,6 +349,22 @@ class Timer:
         torch.cuda.synchronize()
         return {n: [s.elapsed_time(e) * 1e-3 for s, e in events[n]] for n in names}, cpu_per_rep
 
+    def time_graphs(self, fns, inputs, launches=GRAPH_LAUNCHES):
+        """({name: median seconds per call}, uncovered batches) of CUDA-graph replays: each
+        function's `launches` calls captured in one graph, the L2 flushed before each replay."""
+        torch = self.torch
+        graphs = {}
+        for name, f in fns.items():
+            f(*inputs)  # warm: nothing to compile or load inside the capture
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(launches):
+                    f(*inputs)
+            graphs[name] = graph
+        times, uncovered = self.time({n: g.replay for n, g in graphs.items()}, ())
+        return {n: t / launches for n, t in times.items()}, uncovered
+
     def time(self, fns, inputs):
         """{name: median seconds}, and how many batches the spin failed to cover."""
         torch = self.torch
@@ -431,6 +457,23 @@ def check(rows, args):
     print(f"{len(rows)} rows build and run on the meta device (torch {torch.__version__})")
 
 
+def time_graph_mode(timer, kforge, fns, inputs, note):
+    """Timer.time_graphs of `fns`, leaving out (with a note) a function whose calls cannot be
+    captured or whose kforge kernel fell back while captured (replays run what was captured)."""
+    kernel = fns.get("kforge")
+    try:
+        if kernel is None:
+            return timer.time_graphs(fns, inputs)
+        (times, uncovered), why = kforge.launched(kernel, lambda: timer.time_graphs(fns, inputs))
+    except Exception as e:
+        note(f"no CUDA-graph times: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}")
+        return {}, 0
+    if why:
+        note(why + " while captured in a CUDA graph: its graph time is left out")
+        times.pop("kforge")
+    return times, uncovered
+
+
 def measure(rows, args):
     import torch
     if not torch.cuda.is_available():
@@ -444,7 +487,8 @@ def measure(rows, args):
            "method": "CUDA events, L2 flushed before every rep, eager, compiled and (with "
                      "--kforge-bundle) the kforge kernel interleaved, "
                      "each batch of reps queued behind a GPU spin so the events bracket only "
-                     "GPU work, median",
+                     "GPU work, median; rows under 20 us also as CUDA-graph replays of 20 calls "
+                     "(graph_*_s, per call)",
            "sleep_cycles_per_s": timer.cycles_per_s, "rows": {}}
     for row in rows:
         out["rows"][row["id"]] = {"label": row.get("label", ""), "eager_s": 0.0,
@@ -497,6 +541,12 @@ def measure(rows, args):
                         times.pop("kforge")
                 else:
                     times, uncovered = timer.time(fns, inputs)
+                graph_times = {}
+                if min(times.values()) < LAUNCH_BOUND_S:
+                    graph_times, graph_uncovered = time_graph_mode(
+                        timer, kforge, {n: fns[n] for n in times}, inputs,
+                        lambda text: add_note(rec, f"{mode}: {text}"))
+                    uncovered += graph_uncovered
             except Exception as e:  # a failure is a result, not the end of the run
                 add_note(rec, f"{mode} failed: {type(e).__name__}: "
                               f"{(str(e).splitlines() or [''])[0][:200]}")
@@ -508,11 +558,19 @@ def measure(rows, args):
             rec["compiled_s"][mode] = times["compiled"]
             if "kforge" in times:
                 rec["kforge_s"][mode] = times["kforge"]
+            if "eager" in graph_times and not rec.get("graph_eager_s"):
+                rec["graph_eager_s"] = graph_times["eager"]
+            for name in ("compiled", "kforge"):
+                if name in graph_times:
+                    rec.setdefault(f"graph_{name}_s", {})[mode] = graph_times[name]
             rec["uncovered_batches"] += uncovered
             print(f"{row['id']}: eager {times['eager'] * 1e6:.1f} us, torch.compile {mode} "
                   f"{times['compiled'] * 1e6:.1f} us (compiled in "
                   f"{rec['compile_wall_s'][mode]:.1f} s)"
                   + (f", kforge {times['kforge'] * 1e6:.1f} us" if "kforge" in times else "")
+                  + ("; graph replays: " + ", ".join(f"{n} {t * 1e6:.2f} us"
+                                                    for n, t in graph_times.items())
+                     if graph_times else "")
                   + (f"; {uncovered} batches not covered by the spin" if uncovered else ""),
                   flush=True)
             torch.cuda.empty_cache()
