@@ -13,6 +13,7 @@
 // evict_last policy (`keep`, kKeptLoads).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -523,18 +524,25 @@ template <int INPUT, typename I>
 __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
     }
-    // Every word compared, none skipped (& rather than &&): the parameter loads issue together
-    // instead of one after another.
-    std::string test = absl::StrCat(
-        "(KF_VEC == 1 || (kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO))\n"
-        "                 & kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0))\n"
-        "                 & kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1))))");
+    // Each word of the call XOR-ed with the captured value (alignment: the pointer's low bits),
+    // OR-ed in a balanced tree and compared with 0 once: the parameter loads issue together and
+    // the test's latency grows with the log of the word count, not the count (a chain of
+    // compares made every warp of a one-shot grid wait some 200 cycles before its first load).
+    std::vector<std::string> words;
+    const char* aligned[3][2] = {{"args.outputs[0]", "TO"}, {"args.inputs[0]", "T0"},
+                                 {"args.inputs[KF_NIN - 1]", "T1"}};
+    for (const auto& [tensor, type] : aligned) {
+      words.push_back(absl::StrCat("((unsigned long long)", tensor, ".data & ",
+                                   "(KF_VEC > 1 ? KF_VEC * sizeof(", type, ") - 1 : 0))"));
+    }
     auto same = [&](const std::string& name, const KfTensor& t) {
-      absl::StrAppend(&test, "\n      & (", name, ".ndim == ", t.ndim, ")");
+      words.push_back(absl::StrCat("(unsigned long long)(", name, ".ndim ^ ", t.ndim, ")"));
       for (int d = 0; d < t.ndim; ++d) {
-        absl::StrAppend(&test, " & (", name, ".sizes[", d, "] == ", t.sizes[d], ")");
+        words.push_back(absl::StrCat("((unsigned long long)", name, ".sizes[", d, "] ^ ",
+                                     t.sizes[d], "ull)"));
         if (t.sizes[d] != 1) {  // a dim of one element is read at index 0, whatever its stride
-          absl::StrAppend(&test, " & (", name, ".strides[", d, "] == ", t.strides[d], ")");
+          words.push_back(absl::StrCat("((unsigned long long)", name, ".strides[", d, "] ^ ",
+                                       t.strides[d], "ull)"));
         }
       }
     };
@@ -542,6 +550,12 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
     }
     same("args.outputs[0]", p_.out_tensor);
+    std::function<std::string(size_t, size_t)> tree = [&](size_t lo, size_t hi) -> std::string {
+      if (hi - lo == 1) return words[lo];
+      const size_t mid = lo + (hi - lo) / 2;
+      return absl::StrCat("(", tree(lo, mid), "\n      | ", tree(mid, hi), ")");
+    };
+    const std::string test = absl::StrCat(tree(0, words.size()), " == 0");
     const KfSetup path = kf_decide(p_.in_tensor[0], p_.in_tensor[p_.num_inputs - 1],
                                    p_.out_tensor, p_.num_inputs, c.GetInt("vec"), Reuse(c),
                                    /*aligned=*/true);
