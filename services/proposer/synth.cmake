@@ -21,6 +21,7 @@ add_library(kforge_synth STATIC
   ${CMAKE_CURRENT_LIST_DIR}/synth/group_norm_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/kernel_source.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/layout_family.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/occupancy.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/param_space.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/pooling_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/prior_calibration.cc

@@ -24,13 +24,16 @@ echo "$out" | grep -q "\-\-configs 'vec=3' is not a valid pooling config" ||
   fail "a bad config must be named:"$'\n'"$out"
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-C="grid=stride;ilp=1;keep=0;reuse=4;threads=64;vec=8"
+C="grid=stride;ilp=1;keep=0;occupancy=100;reuse=4;threads=64;vec=8"
 out=$("$SWEEP" --rows mask-add-bf16 --configs "$C" --compile-only --jobs 1 --sources "$DIR" 2>&1) ||
   fail "the mask-add model row must compile:"$'\n'"$out"
-CANONICAL="threads=64;vec=8;ilp=1;grid=stride;reuse=4;keep=0"  # the space's parameter order
+CANONICAL="threads=64;vec=8;ilp=1;grid=stride;reuse=4;keep=0;occupancy=100"  # the space's order
 [[ $(head -1 "$DIR/mask-add-bf16.0.cu") == "// $CANONICAL" ]] ||
   fail "--sources: no $DIR/mask-add-bf16.0.cu of $CANONICAL"
 grep -q "#define KF_REUSE 4" "$DIR/mask-add-bf16.0.cu" || fail "--sources: the kernel is not the config's"
+# occupancy=100 with 64 threads: 32 blocks resident, so registers are capped at 32.
+grep -q "__launch_bounds__(KF_THREADS, 32)" "$DIR/mask-add-bf16.0.cu" ||
+  fail "--sources: occupancy=100 did not ask for 32 resident blocks"
 grep -q '"kf_elementwise"' "$DIR/mask-add-bf16.0.plan.json" || fail "--sources: no launch plan"
 out=$("$SWEEP" --rows $ROW --compile-only --priors "$DIR/priors.tsv" 2>&1) || fail "--priors failed:"$'\n'"$out"
 valid=$(echo "$out" | sed -n "s/^$ROW: [a-z_]*, \([0-9]*\) valid configs.*/\1/p")

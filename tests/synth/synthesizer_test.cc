@@ -271,10 +271,11 @@ TEST(SynthesizerTest, DtypeConversionsUseTheOneInputEngine) {
     ASSERT_NE(generator, nullptr);
     std::vector<std::string> params;
     for (const auto& p : generator->Space().params()) params.push_back(p.name);
-    EXPECT_THAT(params, ::testing::ElementsAre("threads", "vec", "ilp", "grid"));
-    EXPECT_EQ(generator->Check(*generator->Space().Parse("threads=256;vec=8;ilp=1;grid=oneshot")),
+    EXPECT_THAT(params, ::testing::ElementsAre("threads", "vec", "ilp", "grid", "occupancy"));
+    EXPECT_EQ(generator->Check(
+                  *generator->Space().Parse("threads=256;vec=8;ilp=1;grid=oneshot;occupancy=0")),
               "loads wider than 16 bytes");
-    auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride");
+    auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride;occupancy=0");
     ASSERT_TRUE(config.ok()) << config.status();
     ASSERT_EQ(generator->Check(*config), "");
     auto kernel = generator->Generate(*config);
@@ -285,8 +286,9 @@ TEST(SynthesizerTest, DtypeConversionsUseTheOneInputEngine) {
     EXPECT_THAT(kernel->source, HasSubstr("kf_op(float a, float b) {\n  return a;\n}"));
     EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"alignment_bytes\": 16"));
     EXPECT_DOUBLE_EQ(generator->MinBytes(), 8.0 * 2048 * 2048 * (4 + 2));
-    // 5 threads x 3 vecs x 3 ilps x 2 grids.
-    EXPECT_EQ(testing::ValidSample(*generator, 100, 5).size(), 90u);
+    // 3 vecs x 3 ilps x 2 grids x 14 (threads, occupancy): 64..512 threads with 0, 50, 100%,
+    // 1024 with 0 and 100 (50% of the SM's 2048 threads is one block of 1024: no cap).
+    EXPECT_EQ(testing::ValidSample(*generator, 400, 5).size(), 252u);
   }
 }
 
@@ -306,7 +308,7 @@ TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
       EXPECT_EQ(FamilyRegistry::Default().FamilyFor(target), "elementwise");
       auto generator = Bind(target);
       ASSERT_NE(generator, nullptr);
-      auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride");
+      auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride;occupancy=0");
       ASSERT_TRUE(config.ok()) << config.status();
       auto kernel = generator->Generate(*config);
       ASSERT_TRUE(kernel.ok()) << kernel.status();
@@ -331,7 +333,7 @@ TEST(SynthesizerTest, AOneElementFloat64OperandIsReadAsAScalar) {
   const v1::Target target = Sample(SampleTargets(v1::BFLOAT16), "mul_device_scalar").target;
   auto generator = Bind(target);
   ASSERT_NE(generator, nullptr);
-  auto config = generator->Space().Parse("threads=256;vec=8;ilp=1;grid=stride");
+  auto config = generator->Space().Parse("threads=256;vec=8;ilp=1;grid=stride;occupancy=0");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(generator->Check(*config), "");
   EXPECT_EQ(generator->Space().Find("reuse"), nullptr);  // a scalar spans no output row
@@ -368,7 +370,7 @@ TEST(SynthesizerTest, UnaryMathAndPowByANumberComputeAsAten) {
     std::vector<std::string> params;
     for (const auto& p : generator->Space().params()) params.push_back(p.name);
     // exp alone has a fast-math choice (__expf).
-    EXPECT_EQ(params.size(), name == "exp" ? 5u : 4u);
+    EXPECT_EQ(params.size(), name == "exp" ? 6u : 5u);
     auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 3).front());
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     EXPECT_THAT(kernel->source, HasSubstr(body));
@@ -429,7 +431,7 @@ TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
   // The mask is read as bytes, one per element: bf16 vectors of 8 still fit.
   auto masked = Bind(Sample(samples, "masked_fill_flat").target);
   ASSERT_NE(masked, nullptr);
-  auto config = masked->Space().Parse("threads=256;vec=8;ilp=1;grid=stride");
+  auto config = masked->Space().Parse("threads=256;vec=8;ilp=1;grid=stride;occupancy=0");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(masked->Check(*config), "");
   auto kernel = masked->Generate(*config);
@@ -500,7 +502,7 @@ TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {
     // A broadcast operand adds the `keep` parameter.
     const std::string keep = generator->Space().Find("keep") ? ";keep=0" : "";
     auto kernel = generator->Generate(
-        *generator->Space().Parse("threads=256;vec=1;ilp=1;grid=oneshot" + keep));
+        *generator->Space().Parse("threads=256;vec=1;ilp=1;grid=oneshot;occupancy=0" + keep));
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     EXPECT_THAT(kernel->source, HasSubstr("#define KF_NIN 2"));
     EXPECT_THAT(kernel->source, HasSubstr(body));
@@ -514,7 +516,8 @@ TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {
   t.mutable_nodes(0)->set_op("aten::rsub");
   auto rsub = Bind(t);
   ASSERT_NE(rsub, nullptr);
-  auto kernel = rsub->Generate(*rsub->Space().Parse("threads=256;vec=1;ilp=1;grid=oneshot"));
+  auto kernel =
+      rsub->Generate(*rsub->Space().Parse("threads=256;vec=1;ilp=1;grid=oneshot;occupancy=0"));
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(kernel->source, HasSubstr("return b - ((float)2) * a;"));
 }
@@ -937,7 +940,8 @@ TEST(SynthesizerTest, VectorsMustTileTheirRun) {
                                     "vector kernel has no per-element path)");
   // The same for batch norm's planes and a column reduction's kept inner run.
   auto odd_planes = Bind(Sample(samples, "batch_norm").target);  // H*W = 7*9
-  Config b = *odd_planes->Space().Parse("mode=plane;threads=256;vec=2;ilp=1;grid=oneshot");
+  Config b =
+      *odd_planes->Space().Parse("mode=plane;threads=256;vec=2;ilp=1;grid=oneshot;occupancy=0");
   EXPECT_EQ(odd_planes->Check(b), "planes of 63 elements do not split into vectors of 2 (a vector "
                                   "kernel has no per-element path)");
   // Flat mode finds each element's channel: its vectors may straddle planes.
@@ -995,14 +999,14 @@ TEST(SynthesizerTest, WideningOutputKeepsSixteenByteLoads) {
 // on the path a call of exactly those shapes and strides takes.
 TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   auto generator = Bind(Sample(SampleTargets(v1::FLOAT32), "add_attention_mask").target);
-  auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;keep=0");
+  auto config = generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;keep=0;occupancy=0");
   ASSERT_TRUE(config.ok()) << config.status();
   auto kernel = generator->Generate(*config);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(kernel->source, ::testing::Not(HasSubstr("#define KF_KEEP")));
   // keep=1 reads the mask under an L2 evict_last policy; the source is otherwise the same.
   auto kept = generator->Generate(
-      *generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;keep=1"));
+      *generator->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;keep=1;occupancy=0"));
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_THAT(kept->source, HasSubstr("createpolicy.fractional.L2::evict_last.b64"));
   EXPECT_THAT(kept->source, HasSubstr("ld.global.L2::cache_hint.v4.u32"));
@@ -1025,7 +1029,8 @@ TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   EXPECT_NE(WithoutCapturedShape(kernel->source), kernel->source);
   // Same-shape operands: both flat, nothing to divide.
   auto flat = Bind(Sample(SampleTargets(v1::FLOAT32), "add_alpha").target);
-  auto flat_kernel = flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot"));
+  auto flat_kernel =
+      flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;occupancy=0"));
   ASSERT_TRUE(flat_kernel.ok()) << flat_kernel.status();
   EXPECT_THAT(flat_kernel->source, HasSubstr("#define KF_CAPTURED_SETUP {1, 1, 0, 0, 0, 0}"));
 }

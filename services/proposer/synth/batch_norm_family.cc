@@ -10,6 +10,7 @@
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/occupancy.h"
 #include "services/proposer/synth/target_args.h"
 
 namespace kforge::synth {
@@ -216,6 +217,7 @@ class BatchNormGenerator : public KernelGenerator {
         {"vec", {"1", "2", "4", "8"}, "elements per load/store (16 bytes at most)"},
         {"ilp", {"1", "2", "4"}, "vectors in flight per thread"},
         {"grid", {"oneshot", "stride"}, "one block per tile, or num_sms * occupancy blocks"},
+        OccupancyParam(),
     });
   }
 
@@ -223,6 +225,7 @@ class BatchNormGenerator : public KernelGenerator {
   Config Canonicalize(const Config& c) const override { return c; }
 
   std::string Check(const Config& c) const override {
+    if (std::string why = CheckOccupancy(gpu_, c); !why.empty()) return why;
     const int size = std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype));
     if (c.GetInt("vec") * size > 16) return "loads wider than 16 bytes";
     if (c.Get("mode") == "plane" && c.GetInt("vec") > 1 && p_.plane % c.GetInt("vec") != 0) {
@@ -234,6 +237,12 @@ class BatchNormGenerator : public KernelGenerator {
 
   int64_t SharedBytes(const Config&) const override { return 0; }
 
+  // Registers per thread: a base plus the vectors in flight, as occupancy leaves them.
+  int Registers(const Config& c) const {
+    return OccupancyRegisters(gpu_, c.GetInt("threads"), MinBlocksPerSm(gpu_, c),
+                              30 + c.GetInt("vec") * c.GetInt("ilp") * 2);
+  }
+
   double MinBytes() const override {
     return double(p_.numel) * (ElementSize(p_.in_dtype) + ElementSize(p_.out_dtype));
   }
@@ -243,7 +252,7 @@ class BatchNormGenerator : public KernelGenerator {
     const bool plane = c.Get("mode") == "plane";
     const double n = std::max<int64_t>(1, p_.numel);
     const double per_block = double(threads) * vec * ilp;
-    const int regs = 30 + vec * ilp * 2;
+    const int regs = Registers(c);
     const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, regs));
     double blocks, active = 1.0;
     if (plane) {
@@ -301,7 +310,7 @@ class BatchNormGenerator : public KernelGenerator {
                 {"HW", "N / max(PLANES, 1)"}};
     std::string grid_x, grid_y = "1";
     const int per_block = threads * vec * ilp;
-    const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, 30 + vec * ilp * 2));
+    const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
     if (plane) {
       plan.let.push_back({"TILES", absl::StrCat("max(1, ceil_div(HW, ", per_block, "))")});
       grid_x = c.Get("grid") == "stride"
@@ -317,7 +326,8 @@ class BatchNormGenerator : public KernelGenerator {
     plan.alignment_bytes =
         vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype)) : 0;
     if (plane && vec > 1) plan.multiple_of.push_back({"HW", vec});
-    return GeneratedKernel{std::move(src), PlanJson(plan)};
+    return GeneratedKernel{WithMinBlocksPerSm(std::move(src), MinBlocksPerSm(gpu_, c)),
+                           PlanJson(plan)};
   }
 
  private:

@@ -23,6 +23,7 @@
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/occupancy.h"
 #include "services/proposer/synth/target_args.h"
 
 namespace kforge::synth {
@@ -497,6 +498,7 @@ class ElementwiseGenerator : public KernelGenerator {
       params.push_back({"keep", {"0", "1"},
                         "load the broadcast input under L2 evict_last, kept for its next rows"});
     }
+    params.push_back(OccupancyParam());
     space_ = ParamSpace(std::move(params));
   }
 
@@ -591,6 +593,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
   }
 
   std::string Check(const Config& c) const override {
+    if (std::string why = CheckOccupancy(gpu_, c); !why.empty()) return why;
     if (c.GetInt("vec") * MaxElementSize() > 16) return "loads wider than 16 bytes";
     if (c.GetInt("vec") > 1 && !VectorPathRuns(c.GetInt("vec"))) {
       return absl::StrCat("vec ", c.GetInt("vec"), " would never run: the broadcast inputs "
@@ -627,9 +630,10 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   bool Keep(const Config& c) const { return HasReusedInput() && c.GetInt("keep") == 1; }
 
-  // Registers per thread: a base plus each input's vectors in flight.
+  // Registers per thread: a base plus each input's vectors in flight, as occupancy leaves them.
   int Registers(const Config& c) const {
-    return 24 + c.GetInt("vec") * c.GetInt("ilp") * Reuse(c) * p_.num_inputs;
+    return OccupancyRegisters(gpu_, c.GetInt("threads"), MinBlocksPerSm(gpu_, c),
+                              24 + c.GetInt("vec") * c.GetInt("ilp") * Reuse(c) * p_.num_inputs);
   }
 
   double MinBytes() const override {
@@ -720,7 +724,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                  std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
-    return GeneratedKernel{std::move(src), PlanJson(plan)};
+    return GeneratedKernel{WithMinBlocksPerSm(std::move(src), MinBlocksPerSm(gpu_, c)),
+                           PlanJson(plan)};
   }
 
  private:

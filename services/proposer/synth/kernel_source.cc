@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
 
 namespace kforge::synth {
@@ -133,6 +134,13 @@ std::string FlatGrid(PlanSpec& plan, int64_t per_block, bool stride, int blocks_
   if (!stride) return "BLOCKS";
   plan.let.push_back({"GRID", absl::StrCat("min(BLOCKS, num_sms * ", blocks_per_sm, ")")});
   return "GRID";
+}
+
+std::string WithMinBlocksPerSm(std::string source, int min_blocks) {
+  if (min_blocks == 0) return source;
+  return absl::StrReplaceAll(source, {{"__launch_bounds__(KF_THREADS)",
+                                       absl::StrCat("__launch_bounds__(KF_THREADS, ", min_blocks,
+                                                    ")")}});
 }
 
 std::string PlanJson(const PlanSpec& plan) {

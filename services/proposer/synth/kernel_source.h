@@ -62,6 +62,10 @@ struct PlanSpec {
 // `plan` and returns the grid's expression.
 std::string FlatGrid(PlanSpec& plan, int64_t per_block, bool stride, int blocks_per_sm);
 
+// `source` with its entries' __launch_bounds__(KF_THREADS) asking for `min_blocks` resident
+// blocks per SM (OccupancyMinBlocks); unchanged for 0.
+std::string WithMinBlocksPerSm(std::string source, int min_blocks);
+
 // The launch plan JSON, pretty-printed with stable key order.
 std::string PlanJson(const PlanSpec& plan);
 

@@ -194,9 +194,10 @@ int Distance(const Config& a, const Config& b) {
   return d;
 }
 
-// Picks up to n configs from a ranked list, first keeping them at least `spread` parameters
-// apart, then filling up in rank order.
-std::vector<Config> PickDiverse(const std::vector<Config>& ranked, int n, int spread) {
+// Picks up to n configs from a ranked list, first keeping them (and the `chosen` ones) at
+// least `spread` parameters apart, then filling up in rank order.
+std::vector<Config> PickDiverse(const std::vector<Config>& ranked, int n, int spread,
+                                const std::vector<Config>& chosen = {}) {
   std::vector<Config> picked;
   std::set<std::string> taken;
   for (int pass_spread : {spread, 1}) {
@@ -205,6 +206,7 @@ std::vector<Config> PickDiverse(const std::vector<Config>& ranked, int n, int sp
       if (taken.count(c.ToString())) continue;
       bool far = true;
       for (const Config& p : picked) far = far && Distance(c, p) >= pass_spread;
+      for (const Config& p : chosen) far = far && Distance(c, p) >= pass_spread;
       if (!far) continue;
       picked.push_back(c);
       taken.insert(c.ToString());
@@ -340,8 +342,8 @@ absl::StatusOr<v1::ProposeResponse> Synthesizer::Propose(const v1::ProposeReques
       if (!seen.count(c.ToString())) unexplored.push_back(c);
     }
     rng.Shuffle(unexplored);
-    for (Config& c : unexplored) {
-      if (static_cast<int>(chosen.size()) >= n) break;
+    for (Config& c : PickDiverse(unexplored, n - static_cast<int>(chosen.size()),
+                                 /*spread=*/2, chosen)) {
       seen.insert(c.ToString());
       chosen.push_back(std::move(c));
     }
