@@ -11,6 +11,7 @@
 #include "common/tensor_io.h"
 #include "common/tensor_signature.h"
 #include "gtest/gtest.h"
+#include "services/worker/reference.h"
 #include "services/proposer/synth/synthesizer.h"
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator.h"
@@ -21,16 +22,6 @@ namespace kforge::synth {
 namespace {
 
 constexpr int kRandomConfigsPerTarget = 2;
-
-at::ScalarType Torch(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT16: return at::kHalf;
-    case v1::BFLOAT16: return at::kBFloat16;
-    case v1::FLOAT64: return at::kDouble;
-    case v1::BOOL: return at::kBool;
-    default: return at::kFloat;
-  }
-}
 
 // One real-looking call: normal inputs, positive running variances, weights near 1.
 std::string CapturedInputs(const v1::Target& target) {
@@ -46,7 +37,7 @@ std::string CapturedInputs(const v1::Target& target) {
       std::vector<int64_t> strides(sig.strides().begin(), sig.strides().end());
       int64_t span = 1;
       for (size_t d = 0; d < sizes.size(); ++d) span += (sizes[d] - 1) * strides[d];
-      at::Tensor base = at::randn({span}).to(Torch(sig.dtype()));
+      at::Tensor base = at::randn({span}).to(ToScalarType(sig.dtype()));
       tensors.push_back({target.input_names(i), base.as_strided(sizes, strides)});
       continue;
     }
@@ -58,7 +49,7 @@ std::string CapturedInputs(const v1::Target& target) {
     // A divisor as models have them (a norm, a root), away from 0: near it a float16 quotient
     // overflows where the float64 reference does not, and every kernel, eager too, fails.
     if (role == "other" && target.nodes(0).op() == "aten::div") t = t.abs() + 0.5;
-    tensors.push_back({target.input_names(i), t.to(Torch(sig.dtype()))});
+    tensors.push_back({target.input_names(i), t.to(ToScalarType(sig.dtype()))});
   }
   absl::StatusOr<std::string> bytes = SerializeTensors(tensors);
   EXPECT_TRUE(bytes.ok()) << bytes.status();

@@ -16,6 +16,7 @@
 #include "common/op_cost.h"
 #include "common/tensor_io.h"
 #include "common/tensor_signature.h"
+#include "services/worker/reference.h"
 
 namespace kforge::bench {
 namespace {
@@ -73,17 +74,6 @@ class RowBuilder {
   AnchorRow row_;
   v1::SubgraphNode* node_;
 };
-
-at::ScalarType Torch(v1::DType dtype) {
-  switch (dtype) {
-    case v1::FLOAT16:
-      return at::kHalf;
-    case v1::BFLOAT16:
-      return at::kBFloat16;
-    default:
-      return at::kFloat;
-  }
-}
 
 // A refusal's message with digits folded, so "block of 2048 threads" and "block of 4096
 // threads" count as one reason.
@@ -269,7 +259,7 @@ absl::StatusOr<std::string> MakeInputs(const AnchorRow& row, uint64_t seed) {
     at::Tensor t = at::randn(std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end()));
     if (row.fills[i] == Fill::kWeight) t = t * 0.1 + 1;
     if (row.fills[i] == Fill::kBias) t = t * 0.1;
-    tensors.push_back({row.target.input_names(i), t.to(Torch(sig.dtype()))});
+    tensors.push_back({row.target.input_names(i), t.to(ToScalarType(sig.dtype()))});
   }
   return SerializeTensors(tensors);
 }

@@ -5,5 +5,5 @@
 add_library(kforge_bench_anchor_rows STATIC ${CMAKE_SOURCE_DIR}/tools/bench/anchor_rows.cc
   ${CMAKE_SOURCE_DIR}/tools/bench/bench_compiler.cc)
 target_link_libraries(kforge_bench_anchor_rows PUBLIC
-  kforge_compiler kforge_synth kforge_tensor_io kforge_common kforge_protos
+  kforge_compiler kforge_synth kforge_reference kforge_tensor_io kforge_common kforge_protos
   absl::status absl::statusor absl::strings absl::str_format)

@@ -194,9 +194,18 @@ absl::Status QuickRunner::Start(const std::string& dir) {
   if (!parsed.ok()) return parsed.status();
   std::map<std::string, at::Tensor> by_name;
   for (const NamedTensor& t : *parsed) by_name[t.name] = t.tensor;
-  for (const std::string& name : target_.input_names()) {
+  for (int i = 0; i < target_.input_names_size(); ++i) {
+    const std::string& name = target_.input_names(i);
     if (!by_name.count(name)) {
       return absl::InvalidArgumentError(absl::StrCat(dir, "/inputs.pt lacks input ", name));
+    }
+    // A kernel reads its inputs as the signature's types: another dtype would be read as bytes
+    // of the wrong width, a mismatch the kernel did not make.
+    const at::ScalarType want = ToScalarType(target_.inputs(i).dtype());
+    if (by_name[name].scalar_type() != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, "/inputs.pt holds input ", name, " as ", c10::toString(by_name[name].scalar_type()),
+          "; the target's signature says ", c10::toString(want)));
     }
     at::Tensor gpu = by_name[name].to(at::kCUDA).contiguous();
     pristine_.push_back(gpu);

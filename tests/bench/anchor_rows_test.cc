@@ -1,0 +1,35 @@
+// The sweep's seeded inputs (tools/bench/anchor_rows.h) have each input's signature: its sizes
+// and its dtype, a 0-dim float64 scalar included (read as float32 bytes, the kernel saw 0).
+#include <string>
+
+#include "common/tensor_io.h"
+#include "gtest/gtest.h"
+#include "services/worker/reference.h"
+#include "tools/bench/anchor_rows.h"
+
+namespace kforge::bench {
+namespace {
+
+TEST(AnchorRows, SeededInputsHaveTheSignaturesSizesAndDtypes) {
+  auto rows = SelectRows("mul-scale-bf16,bn-r50-1x1024x14-fp32", "t-");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  for (const AnchorRow& row : *rows) {
+    SCOPED_TRACE(row.id);
+    auto bytes = MakeInputs(row, 7);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    auto tensors = ParseTensors(*bytes, row.id);
+    ASSERT_TRUE(tensors.ok()) << tensors.status();
+    ASSERT_EQ(static_cast<int>(tensors->size()), row.target.inputs_size());
+    for (int i = 0; i < row.target.inputs_size(); ++i) {
+      const v1::TensorSignature& sig = row.target.inputs(i);
+      const at::Tensor& t = (*tensors)[i].tensor;
+      EXPECT_EQ((*tensors)[i].name, row.target.input_names(i));
+      EXPECT_EQ(t.scalar_type(), ToScalarType(sig.dtype())) << row.target.input_names(i);
+      EXPECT_EQ(t.sizes().vec(), std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end()));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kforge::bench
