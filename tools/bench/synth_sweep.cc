@@ -65,6 +65,7 @@
 #include "tools/bench/bench_compiler.h"
 #include "tools/bench/kernel_batch.h"
 #include "tools/bench/sweep_details.h"
+#include "tools/bench/torch_times.h"
 
 namespace kforge {
 namespace {
@@ -77,6 +78,7 @@ using synth::KernelGenerator;
 // family's valid configs live in anchor_rows.h, shared with kforge-bench-search.
 using bench::AnchorRow;
 using bench::Enumeration;
+using bench::TorchTimes;
 
 constexpr char kTargetIdPrefix[] = "synth-sweep-";
 
@@ -786,39 +788,6 @@ void FullValidation(Row& row, EvaluationPipeline& pipeline, const std::string& i
 // ---------------------------------------------------------------------------------------
 // Output.
 
-struct TorchTimes {
-  double eager_s = 0;
-  std::map<std::string, double> compiled_s;  // mode -> median
-  std::string note;
-};
-
-absl::StatusOr<std::map<std::string, TorchTimes>> ReadTorchTimes(const std::string& path) {
-  std::map<std::string, TorchTimes> out;
-  if (path.empty()) return out;
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("--torch-times: cannot read ", path,
-                                            "; run tools/bench/torch_compile_times.py first"));
-  }
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("rows") || !j["rows"].is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--torch-times: ", path, " is not torch_compile_times.py output (no \"rows\" object)"));
-  }
-  for (const auto& [id, r] : j["rows"].items()) {
-    TorchTimes t;
-    t.eager_s = r.value("eager_s", 0.0);
-    if (r.contains("compiled_s") && r["compiled_s"].is_object()) {
-      for (const auto& [mode, s] : r["compiled_s"].items()) {
-        if (s.is_number()) t.compiled_s[mode] = s.get<double>();
-      }
-    }
-    t.note = r.value("note", "");
-    out[id] = t;
-  }
-  return out;
-}
-
 std::string Us(double s) { return s > 0 ? absl::StrFormat("%.1f", s * 1e6) : "—"; }
 std::string Ratio(double num, double den) {
   return num > 0 && den > 0 ? absl::StrFormat("%.2f×", num / den) : "—";
@@ -917,7 +886,6 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
     const double tma = t && t->compiled_s.count("max-autotune-no-cudagraphs")
                            ? t->compiled_s.at("max-autotune-no-cudagraphs")
                            : 0;
-    const double best_tc = tc > 0 && tma > 0 ? std::min(tc, tma) : std::max(tc, tma);
     const double floor = FloorSeconds(r->anchor.target, gpu);
     if (!r->error.empty() || !r->done) {
       absl::StrAppend(
@@ -928,11 +896,12 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
       continue;
     }
     double eager = 0, best = 0, eval_floor = 0;
-    std::string config = "no quick-pass winner";
+    std::string config = "no quick-pass winner", mode;
     if (r->winner) {
       const FullResult& w = r->full[*r->winner];
       eager = w.result.eager().median_s();
       best = w.result.candidate().median_s();
+      mode = w.result.candidate().mode();
       eval_floor = w.result.floor_s();
       const Kernel& k = r->kernels[w.kernel];
       config = DescribeConfig(r->configs[k.configs.front()]);
@@ -956,7 +925,7 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
         &out, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
         r->anchor.label, CountQuick(*r, ""), r->enumeration.valid.size(), CountQuick(*r, "PASS"),
         Us(eager), Us(t ? t->eager_s : 0), Us(tc), Us(tma), Us(best), Ratio(eager, best),
-        Ratio(best_tc, best), Us(shown_floor),
+        bench::VsTorchCompile(t, best, mode), Us(shown_floor),
         best > 0 && shown_floor > 0 ? absl::StrFormat("%.0f%%", 100 * shown_floor / best) : "—",
         config, sweep_s);
   }
@@ -966,7 +935,9 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
       "fewer than \"valid\" when the sweep was capped (--max-configs) or time-boxed "
       "(--time-budget-s), which keeps the cost-model prior's best configs interleaved with "
       "seeded random ones. \"quick pass\": correct on one input set. vs torch.compile: "
-      "against the faster of its two modes. %% of floor = floor / best synth.\n",
+      "against the faster of its two modes; for a winner the worker timed as CUDA-graph "
+      "replays (launch-bound), against torch.compile's replays (\"graph replays\") where the "
+      "script timed them. %% of floor = floor / best synth.\n",
       ctx.total_s,
       ctx.max_configs > 0 ? absl::StrCat(", at most ", ctx.max_configs, " configs per row") : "",
       ctx.budget_s > 0 ? absl::StrCat(", time budget ", ctx.budget_s, " s") : "");
@@ -1171,7 +1142,7 @@ int Main(int argc, char** argv) {
     }
     return 0;
   }
-  absl::StatusOr<std::map<std::string, TorchTimes>> torch = ReadTorchTimes(torch_path);
+  absl::StatusOr<std::map<std::string, TorchTimes>> torch = bench::ReadTorchTimes(torch_path);
   if (!torch.ok()) {
     std::fprintf(stderr, "%s\n", std::string(torch.status().message()).c_str());
     return 2;

@@ -20,9 +20,11 @@ set_target_properties(kforge-synth-sweep-quick PROPERTIES BUILD_RPATH "${KFORGE_
 # The children the sweep starts from its own directory.
 add_dependencies(kforge-synth-sweep kforge-synth-sweep-quick kforge-evaluator kforge-nvrtc)
 
-# Batched NVRTC programs, shards and details TSVs of the sweep (tests/bench/).
+# Batched NVRTC programs, shards, details TSVs and torch.compile times of the sweep
+# (tests/bench/).
 add_library(kforge_bench_sweep STATIC
-  ${CMAKE_SOURCE_DIR}/tools/bench/kernel_batch.cc ${CMAKE_SOURCE_DIR}/tools/bench/sweep_details.cc)
+  ${CMAKE_SOURCE_DIR}/tools/bench/kernel_batch.cc ${CMAKE_SOURCE_DIR}/tools/bench/sweep_details.cc
+  ${CMAKE_SOURCE_DIR}/tools/bench/torch_times.cc)
 target_link_libraries(kforge_bench_sweep PUBLIC
   kforge_common absl::status absl::statusor absl::strings nlohmann_json::nlohmann_json)
 target_link_libraries(kforge-synth-sweep PRIVATE kforge_bench_sweep)
