@@ -10,7 +10,8 @@
 // Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
 // the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
 // loaded once for several rows (`reuse`, kf_reuse_rows), and any broadcast input under an L2
-// evict_last policy (`keep`, kKeptLoads).
+// evict_last policy (`keep`, kKeptLoads). The captured call's path is decided when the kernel
+// is generated (kf_decide, device/elementwise_path.cuh); other calls decide it per block.
 #include <algorithm>
 #include <cmath>
 #include <functional>
