@@ -5,13 +5,17 @@
 // (docs/benchmarks/2026-12-01-h200-engine-registers-and-reuse.md). This times one grid-stride
 // copy, compiled three times with the same body, whose parameter is KfArgs, three KfTensors
 // (456 bytes) or two pointers and a count (24 bytes), over several sizes, interleaved, each
-// launch L2-flushed and bracketed by CUDA events as the worker times (medians).
+// launch L2-flushed and bracketed by CUDA events as the worker times (medians). A second table
+// times the same launches as the worker times launch-bound targets: CUDA-graph replays of 20
+// launches, the L2 flushed before each replay, per launch — where a kernel of a microsecond or
+// two is mostly launch, and the parameter block is copied for every launch of the graph.
 //
 //   kforge-launch-overhead [--reps N] [--sizes-mb 0,1,16,64]
 #include <cuda.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -130,45 +134,105 @@ int Main(int argc, char** argv) {
 
   std::printf("kforge-launch-overhead on %s (%d SMs): a grid-stride float4 copy, 256 threads, "
               "grid min(blocks, %d SMs x 8); median of %d L2-flushed launches each, "
-              "interleaved, CUDA events\n\n",
+              "interleaved, CUDA events\n",
               name, sms, sms, reps);
-  std::printf("| MiB copied | KfArgs (%zu B) µs | 3 KfTensors (%zu B) µs | "
-              "2 pointers + n (24 B) µs | KfArgs − pointers µs |\n"
-              "| ---: | ---: | ---: | ---: | ---: |\n",
-              sizeof(KfArgs), sizeof(KfThree));
   unsigned flush_value = 0;
-  for (double mb : sizes_mb) {
-    const long long bytes = static_cast<long long>(mb * (1 << 20)) / 16 * 16;
-    const long long n4 = bytes / 16;
+  // One size's three parameter blocks, kept alive while launches and captures read them.
+  struct Launch {
     KfArgs args{};
-    args.num_inputs = args.num_outputs = 1;
-    args.inputs[0].data = reinterpret_cast<void*>(x);
-    args.inputs[0].numel = bytes / 4;
-    args.outputs[0].data = reinterpret_cast<void*>(y);
-    args.outputs[0].numel = bytes / 4;
     KfThree three{};
-    three.t[0] = args.inputs[0];
-    three.t[1] = args.outputs[0];
-    const void* px = reinterpret_cast<void*>(x);
-    void* py = reinterpret_cast<void*>(y);
-    void* params[3][3] = {{&args}, {&three}, {&px, &py, const_cast<long long*>(&n4)}};
-    const unsigned grid =
-        static_cast<unsigned>(std::clamp<long long>((n4 + 255) / 256, 1, 8LL * sms));
+    const void* px = nullptr;
+    void* py = nullptr;
+    long long n4 = 0;
+    unsigned grid = 1;
+    void* params[3][3] = {};
+  };
+  auto prepare = [&](double mb, Launch& l) {
+    const long long bytes = static_cast<long long>(mb * (1 << 20)) / 16 * 16;
+    l.n4 = bytes / 16;
+    l.args.num_inputs = l.args.num_outputs = 1;
+    l.args.inputs[0].data = reinterpret_cast<void*>(x);
+    l.args.inputs[0].numel = bytes / 4;
+    l.args.outputs[0].data = reinterpret_cast<void*>(y);
+    l.args.outputs[0].numel = bytes / 4;
+    l.three.t[0] = l.args.inputs[0];
+    l.three.t[1] = l.args.outputs[0];
+    l.px = reinterpret_cast<void*>(x);
+    l.py = reinterpret_cast<void*>(y);
+    l.params[0][0] = &l.args;
+    l.params[1][0] = &l.three;
+    l.params[2][0] = &l.px;
+    l.params[2][1] = &l.py;
+    l.params[2][2] = &l.n4;
+    l.grid = static_cast<unsigned>(std::clamp<long long>((l.n4 + 255) / 256, 1, 8LL * sms));
+  };
+  // Median µs per launch of each kernel, `launch(k)` enqueueing `per_rep` launches of kernel k
+  // between the events.
+  auto time = [&](const std::function<CUresult(int)>& launch, int per_rep, double (&out)[3]) {
     std::vector<double> us[3];
     for (int rep = 0; rep < reps; ++rep) {
       for (int k = 0; k < 3; ++k) {
         KF_CHECK(cuMemsetD32Async(flush, ++flush_value, flush_bytes / 4, stream));
         KF_CHECK(cuEventRecord(start, stream));
-        KF_CHECK(cuLaunchKernel(fn[k], grid, 1, 1, 256, 1, 1, 0, stream, params[k], nullptr));
+        KF_CHECK(launch(k));
         KF_CHECK(cuEventRecord(stop, stream));
         KF_CHECK(cuEventSynchronize(stop));
         float ms = 0;
         KF_CHECK(cuEventElapsedTime(&ms, start, stop));
-        us[k].push_back(ms * 1e3);
+        us[k].push_back(ms * 1e3 / per_rep);
       }
     }
-    const double full = Median(us[0]), mid = Median(us[1]), raw = Median(us[2]);
-    std::printf("| %g | %.2f | %.2f | %.2f | %+.2f |\n", mb, full, mid, raw, full - raw);
+    for (int k = 0; k < 3; ++k) out[k] = Median(us[k]);
+    return 0;
+  };
+  auto header = [&]() {
+    std::printf("| MiB copied | KfArgs (%zu B) µs | 3 KfTensors (%zu B) µs | "
+                "2 pointers + n (24 B) µs | KfArgs − pointers µs |\n"
+                "| ---: | ---: | ---: | ---: | ---: |\n",
+                sizeof(KfArgs), sizeof(KfThree));
+  };
+
+  std::printf("\nOne launch per rep:\n\n");
+  header();
+  for (double mb : sizes_mb) {
+    Launch l;
+    prepare(mb, l);
+    double us[3];
+    if (time([&](int k) {
+          return cuLaunchKernel(fn[k], l.grid, 1, 1, 256, 1, 1, 0, stream, l.params[k], nullptr);
+        }, 1, us) != 0) {
+      return 1;
+    }
+    std::printf("| %g | %.2f | %.2f | %.2f | %+.2f |\n", mb, us[0], us[1], us[2], us[0] - us[2]);
+  }
+
+  constexpr int kGraphLaunches = 20;  // the worker's launch-bound mode
+  std::printf("\nCUDA-graph replays of %d launches, the L2 flushed before each replay (per "
+              "launch):\n\n", kGraphLaunches);
+  header();
+  for (double mb : sizes_mb) {
+    Launch l;
+    prepare(mb, l);
+    CUgraphExec exec[3] = {};
+    for (int k = 0; k < 3; ++k) {
+      CUgraph graph = nullptr;
+      KF_CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+      for (int n = 0; n < kGraphLaunches; ++n) {
+        KF_CHECK(cuLaunchKernel(fn[k], l.grid, 1, 1, 256, 1, 1, 0, stream, l.params[k],
+                                nullptr));
+      }
+      KF_CHECK(cuStreamEndCapture(stream, &graph));
+      KF_CHECK(cuGraphInstantiate(&exec[k], graph, 0));
+      KF_CHECK(cuGraphDestroy(graph));
+      KF_CHECK(cuGraphLaunch(exec[k], stream));  // uploads the graph before it is timed
+    }
+    KF_CHECK(cuStreamSynchronize(stream));
+    double us[3];
+    const int failed =
+        time([&](int k) { return cuGraphLaunch(exec[k], stream); }, kGraphLaunches, us);
+    for (CUgraphExec e : exec) cuGraphExecDestroy(e);
+    if (failed != 0) return 1;
+    std::printf("| %g | %.2f | %.2f | %.2f | %+.2f |\n", mb, us[0], us[1], us[2], us[0] - us[2]);
   }
   return 0;
 }
