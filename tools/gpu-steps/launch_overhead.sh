@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# GPU round step (tools/gpu-check runs it with OUT_DIR): kforge-launch-overhead's table — the
+# GPU round step (tools/gpu-check runs it with OUT_DIR): kforge-launch-overhead's tables — the
 # same copy kernel launched with KfArgs (2,184 bytes) by value, with three tensors and with two
-# pointers — to OUT_DIR/launch-overhead.md. Seconds.
+# pointers, one launch per rep and as CUDA-graph replays — to OUT_DIR/launch-overhead.md. Seconds.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=${1:-out/gpu-check}
