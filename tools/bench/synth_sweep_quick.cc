@@ -196,18 +196,19 @@ absl::Status QuickRunner::Start(const std::string& dir) {
   for (const NamedTensor& t : *parsed) by_name[t.name] = t.tensor;
   for (int i = 0; i < target_.input_names_size(); ++i) {
     const std::string& name = target_.input_names(i);
-    if (!by_name.count(name)) {
+    auto given = by_name.find(name);
+    if (given == by_name.end()) {
       return absl::InvalidArgumentError(absl::StrCat(dir, "/inputs.pt lacks input ", name));
     }
     // A kernel reads its inputs as the signature's types: another dtype would be read as bytes
     // of the wrong width, a mismatch the kernel did not make.
     const at::ScalarType want = ToScalarType(target_.inputs(i).dtype());
-    if (by_name[name].scalar_type() != want) {
+    if (given->second.scalar_type() != want) {
       return absl::InvalidArgumentError(absl::StrCat(
-          dir, "/inputs.pt holds input ", name, " as ", c10::toString(by_name[name].scalar_type()),
+          dir, "/inputs.pt holds input ", name, " as ", c10::toString(given->second.scalar_type()),
           "; the target's signature says ", c10::toString(want)));
     }
-    at::Tensor gpu = by_name[name].to(at::kCUDA).contiguous();
+    at::Tensor gpu = given->second.to(at::kCUDA).contiguous();
     pristine_.push_back(gpu);
     inputs_.push_back(gpu.clone());
   }

@@ -62,11 +62,8 @@ struct ElementwiseProblem {
   // kernel takes its vector path when the pointer is aligned for KF_VEC doubles, as the
   // caching allocator's 512-byte blocks are).
   bool device_scalar[2] = {false, false};
-  bool broadcast = false;  // some input is not of the output's shape
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
-  std::vector<int64_t> out_sizes;     // captured, for the checks and the prior only
-  std::vector<int64_t> in_sizes[2];
   KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
   KfTensor out_tensor = {};
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
@@ -528,9 +525,9 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
     }
     // Each word of the call XOR-ed with the captured value (alignment: the pointer's low bits),
-    // OR-ed in a balanced tree and compared with 0 once: the parameter loads issue together and
-    // the test's latency grows with the log of the word count, not the count (a chain of
-    // compares made every warp of a one-shot grid wait some 200 cycles before its first load).
+    // OR-ed together and compared with 0 once: the parameter loads issue together, and ptxas
+    // fuses each XOR-OR into one instruction a half word (a chain of 64-bit compares took two
+    // a word, ahead of every warp's first load in a one-shot grid).
     std::vector<std::string> words;
     const char* aligned[3][2] = {{"args.outputs[0]", "TO"}, {"args.inputs[0]", "T0"},
                                  {"args.inputs[KF_NIN - 1]", "T1"}};
@@ -860,10 +857,9 @@ absl::Status BindWhere(const TargetArgs& args, ElementwiseProblem& p) {
 // multiply-subtract (~4 ops) per merged group of each broadcast input (the captured shape's
 // path, kf_captured_offset).
 double BroadcastIndexOps(const ElementwiseProblem& p) {
-  if (!p.broadcast) return 0;
   double ops = 0;
   for (int i = 0; i < p.num_inputs; ++i) {
-    if (p.in_sizes[i] != p.out_sizes) ops += 4.0 * p.in_groups[i].n;
+    if (!kf_flat(p.in_tensor[i], p.out_tensor)) ops += 4.0 * p.in_groups[i].n;
   }
   return ops;
 }
@@ -872,7 +868,8 @@ double BroadcastIndexOps(const ElementwiseProblem& p) {
 // of the output's shape, the other spanning one output row (kf_row_span).
 int64_t ReuseInner(const ElementwiseProblem& p) {
   if (p.num_inputs != 2) return 0;
-  const bool flat0 = p.in_sizes[0] == p.out_sizes, flat1 = p.in_sizes[1] == p.out_sizes;
+  const bool flat0 = kf_flat(p.in_tensor[0], p.out_tensor);
+  const bool flat1 = kf_flat(p.in_tensor[1], p.out_tensor);
   if (flat0 == flat1) return 0;
   // A span of one element is a scalar, read once per vector already (constant mode).
   const int64_t inner = kf_row_span(p.in_tensor[flat0 ? 1 : 0], p.out_tensor);
@@ -985,7 +982,6 @@ class ElementwiseFamily : public Family {
     KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
     p.out_dtype = out.dtype();
     p.numel = Numel(out);
-    p.out_sizes.assign(out.sizes().begin(), out.sizes().end());
     p.out_tensor = SignatureTensor(out);
     const char* names[2] = {"self", p.op == UnaryOp::kMaskedFill ? "mask" : "other"};
     if (p.op == UnaryOp::kWhere) {
@@ -1023,10 +1019,8 @@ class ElementwiseFamily : public Family {
           return absl::InvalidArgumentError(absl::StrCat(names[i], " does not broadcast to the output"));
         }
       }
-      if (in.sizes_size() != out.sizes_size() || Numel(in) != p.numel) p.broadcast = true;
       p.in_dtype[i] = in.dtype();
       p.in_tensor[i] = SignatureTensor(in);
-      p.in_sizes[i].assign(in.sizes().begin(), in.sizes().end());
       p.in_numel[i] = static_cast<double>(Numel(in));
     }
     for (int i = 0; i < p.num_inputs; ++i) {
