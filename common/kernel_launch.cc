@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/shape_key.h"
 
 namespace kforge {
 namespace {
@@ -87,6 +88,7 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
 
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                            const KernelFunctions& functions, CUstream stream, KfArgs* args) {
+  args->shape_key = KfShapeKey(*args);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const ResolvedLaunch& launch = plan.launches[i];
     auto it = functions.find(launch.entry);

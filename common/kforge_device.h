@@ -49,6 +49,10 @@ typedef struct KfArgs {
   int num_outputs;
   int num_int_args;
   int num_float_args;
+  // Set by the launcher (KfShapeKey, common/shape_key.h): a 64-bit digest of the inputs' and
+  // outputs' ranks, sizes and strides, so a kernel specialized for one call's shapes tells that
+  // call from others with one compare.
+  unsigned long long shape_key;
 } KfArgs;
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)

@@ -10,7 +10,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/launch_plan.h"
+#include "common/shape_key.h"
 #include "common/tensor_signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -327,13 +329,14 @@ TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
 }
 
 // A one-element float64 tensor on the device (a scale the model keeps there): the kernel
-// reads it as double, once per vector, so the bf16 input still vectorizes to 16 bytes; a
-// float64 tensor of more elements is refused with the reason.
+// reads it as double, once before the loop or once per vector (`scalar`), so the bf16 input
+// still vectorizes to 16 bytes; a float64 tensor of more elements is refused with the reason.
 TEST(SynthesizerTest, AOneElementFloat64OperandIsReadAsAScalar) {
   const v1::Target target = Sample(SampleTargets(v1::BFLOAT16), "mul_device_scalar").target;
   auto generator = Bind(target);
   ASSERT_NE(generator, nullptr);
-  auto config = generator->Space().Parse("threads=256;vec=8;ilp=1;grid=stride;occupancy=0");
+  auto config =
+      generator->Space().Parse("threads=256;vec=8;ilp=1;grid=stride;occupancy=0;scalar=each");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(generator->Check(*config), "");
   EXPECT_EQ(generator->Space().Find("reuse"), nullptr);  // a scalar spans no output row
@@ -344,6 +347,12 @@ TEST(SynthesizerTest, AOneElementFloat64OperandIsReadAsAScalar) {
   EXPECT_THAT(kernel->source, HasSubstr("return a * b;"));
   EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"alignment_bytes\": 16"));
   EXPECT_DOUBLE_EQ(generator->MinBytes(), 2.0 * 2 * 8 * 256 * 256 * 2 + 8);
+  // Read with each vector: the streamed input's loads first, the scalar's after them.
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_SCALAR_ONCE 0"));
+  auto once =
+      generator->Space().Parse("threads=256;vec=8;ilp=1;grid=stride;occupancy=0;scalar=once");
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_THAT(generator->Generate(*once)->source, HasSubstr("#define KF_SCALAR_ONCE 1"));
 
   v1::Target wide = target;
   wide.mutable_inputs(1)->add_sizes(2);
@@ -1010,16 +1019,36 @@ TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_THAT(kept->source, HasSubstr("createpolicy.fractional.L2::evict_last.b64"));
   EXPECT_THAT(kept->source, HasSubstr("ld.global.L2::cache_hint.v4.u32"));
-  // The captured call is recognized by its sizes, strides and aligned pointers, and takes the
-  // path kf_decide gave it when the kernel was generated: vectors, the output-shaped input flat
-  // (0), the mask by runs of the last dim (1).
-  EXPECT_THAT(kernel->source, HasSubstr("(unsigned long long)(args.inputs[1].ndim ^ 4)"));
-  EXPECT_THAT(kernel->source, HasSubstr("((unsigned long long)args.inputs[1].sizes[0] ^ 2ull)"));
+  // The captured call is recognized by its shape key (as the launcher computes it from the
+  // call's tensors) and aligned pointers, and takes the path kf_decide gave it when the kernel
+  // was generated: vectors, the output-shaped input flat (0), the mask by runs of the last dim
+  // (1).
+  const v1::Target target = Sample(SampleTargets(v1::FLOAT32), "add_attention_mask").target;
+  KfArgs call{};
+  call.num_inputs = target.inputs_size();
+  call.num_outputs = target.outputs_size();
+  auto launched = [](const v1::TensorSignature& sig, int tag) {
+    KfTensor t{};
+    t.data = reinterpret_cast<void*>(uintptr_t{4096} * tag);
+    t.ndim = sig.sizes_size();
+    for (int d = 0; d < KF_MAX_DIMS; ++d) {
+      t.sizes[d] = d < t.ndim ? sig.sizes(d) : 1;
+      t.strides[d] = d < t.ndim ? sig.strides(d) : 0;
+    }
+    return t;
+  };
+  for (int i = 0; i < call.num_inputs; ++i) call.inputs[i] = launched(target.inputs(i), i + 1);
+  call.outputs[0] = launched(target.outputs(0), 9);
   EXPECT_THAT(kernel->source,
-              HasSubstr("((unsigned long long)args.inputs[1].strides[0] ^ 65536ull)"));
-  EXPECT_THAT(kernel->source, HasSubstr("((unsigned long long)args.inputs[1].sizes[1] ^ 1ull)"));
-  // The mask's size-1 head dim: read at index 0 whatever its stride.
-  EXPECT_THAT(kernel->source, Not(HasSubstr("args.inputs[1].strides[1]")));
+              HasSubstr(absl::StrFormat("(args.shape_key ^ 0x%016xull)", KfShapeKey(call))));
+  // The mask's size-1 head dim is read at index 0 whatever its stride: not in the key. Its
+  // sizes are.
+  KfArgs other_stride = call;
+  other_stride.inputs[1].strides[1] = 12345;
+  EXPECT_EQ(KfShapeKey(other_stride), KfShapeKey(call));
+  KfArgs other_size = call;
+  other_size.inputs[1].sizes[0] = 1;
+  EXPECT_NE(KfShapeKey(other_size), KfShapeKey(call));
   EXPECT_THAT(kernel->source, HasSubstr("((unsigned long long)args.outputs[0].data & (KF_VEC > 1"));
   EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_SETUP {1, 1, 0, 1, 0, 0}"));
   EXPECT_THAT(kernel->source,

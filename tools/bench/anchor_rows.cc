@@ -197,10 +197,11 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
                        .Scalar("cudnn_enabled", Bool(true))
                        .Output(Dense(x, v1::FLOAT32)));
   }
-  // ResNet-50's batch norms in inference: its largest plane, its smallest at batch 32, and a
-  // launch-bound call at batch 1.
+  // ResNet-50's batch norms in inference: its planes at batch 32 (the largest is DRAM-bound,
+  // the smallest barely) and launch-bound calls at batch 1.
   for (const auto& [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{32, 256, 56},
-                                 {32, 2048, 7}, {1, 1024, 14}}) {
+                                 {32, 512, 28}, {32, 1024, 14}, {32, 2048, 7}, {1, 128, 28},
+                                 {1, 256, 14}, {1, 1024, 14}}) {
     const std::vector<int64_t> x = {n, c, hw, hw};
     const auto channel = Dense({c}, v1::FLOAT32);
     rows.push_back(RowBuilder(id_prefix, absl::StrCat("bn-r50-", n, "x", c, "x", hw, "-fp32"),

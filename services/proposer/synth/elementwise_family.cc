@@ -14,12 +14,12 @@
 // is generated (kf_decide, device/elementwise_path.cuh); other calls decide it per block.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
@@ -64,6 +64,7 @@ struct ElementwiseProblem {
   bool device_scalar[2] = {false, false};
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
+  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey): the kernel's fast path's
   KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
   KfTensor out_tensor = {};
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
@@ -153,6 +154,17 @@ __device__ __forceinline__ void kf_read_or_fill(const T* x, int mode, const KfGr
   }
 }
 
+// One input's KF_ILP vectors of the thread's group starting at vector `base`.
+template <int V, typename I, int INPUT, bool CAPTURED, bool ONCE, typename T>
+__device__ __forceinline__ void kf_read_all(const T* x, int mode, const KfGroups<I>& g, I base,
+                                            I nv, float value, float (&v)[KF_ILP][V]) {
+#pragma unroll
+  for (int j = 0; j < KF_ILP; ++j) {
+    const I k = base + (I)j * KF_THREADS;
+    if (k < nv) kf_read_or_fill<V, I, INPUT, CAPTURED, ONCE>(x, mode, g, k * V, value, v[j]);
+  }
+}
+
 // Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
 template <int V, typename I, bool CAPTURED>
 __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
@@ -176,28 +188,28 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
     }
     __syncthreads();
   }
-  // A one-element input of the captured call (a device scalar) is read once, before the loop:
-  // the compiler may not hoist a load above the loop's stores, which could alias it.
-  const float one0 = CAPTURED && KF_CAPTURED_ONE0 ? kf_to_float(x0[0]) : 0.f;
+  // A one-element input of the captured call (a device scalar) is read once, before the loop,
+  // with KF_SCALAR_ONCE (the compiler may not hoist a load above the loop's stores, which could
+  // alias it); else with every vector, after the streamed input's loads.
+  const float one0 = CAPTURED && KF_ONCE0 ? kf_to_float(x0[0]) : 0.f;
 #if KF_NIN == 2
-  const float one1 = CAPTURED && KF_CAPTURED_ONE1 ? kf_to_float(x1[0]) : 0.f;
+  const float one1 = CAPTURED && KF_ONCE1 ? kf_to_float(x1[0]) : 0.f;
 #endif
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     float a[KF_ILP][V];
     float b[KF_ILP][V] = {};
-#pragma unroll
-    for (int j = 0; j < KF_ILP; ++j) {
-      const I k = base + (I)j * KF_THREADS;
-      if (k < nv) {
-        kf_read_or_fill<V, I, 0, CAPTURED, CAPTURED && KF_CAPTURED_ONE0>(
-            x0, mode0, groups[0], k * V, one0, a[j]);
+    // One input's vectors, then the other's: a one-element input's load (the same address every
+    // time) and its conversion to float then wait with the streamed loads already in flight.
+#if KF_NIN == 2 && KF_CAPTURED_ONE0 && !KF_CAPTURED_ONE1
+    kf_read_all<V, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], base, nv, one1, b);
+    kf_read_all<V, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], base, nv, one0, a);
+#else
+    kf_read_all<V, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], base, nv, one0, a);
 #if KF_NIN == 2
-        kf_read_or_fill<V, I, 1, CAPTURED, CAPTURED && KF_CAPTURED_ONE1>(
-            x1, mode1, groups[1], k * V, one1, b[j]);
+    kf_read_all<V, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], base, nv, one1, b);
 #endif
-      }
-    }
+#endif
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
@@ -213,11 +225,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   if (V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float a[1], b[1] = {0.f};
-      kf_read_or_fill<1, I, 0, CAPTURED, CAPTURED && KF_CAPTURED_ONE0>(x0, mode0, groups[0], e,
-                                                                        one0, a);
+      kf_read_or_fill<1, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], e, one0, a);
 #if KF_NIN == 2
-      kf_read_or_fill<1, I, 1, CAPTURED, CAPTURED && KF_CAPTURED_ONE1>(x1, mode1, groups[1], e,
-                                                                        one1, b);
+      kf_read_or_fill<1, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], e, one1, b);
 #endif
       y[e] = kf_from_float<TO>(kf_op(a[0], b[0]));
     }
@@ -492,6 +502,11 @@ class ElementwiseGenerator : public KernelGenerator {
       params.push_back({"reuse", {"1", "2", "4", "8"},
                         "output rows per thread sharing one load of the broadcast input"});
     }
+    if (HasOneElementInput()) {
+      params.push_back({"scalar", {"once", "each"},
+                        "read the one-element input once before the loop, or with each vector "
+                        "after the other input's loads"});
+    }
     if (HasReusedInput()) {
       params.push_back({"keep", {"0", "1"},
                         "load the broadcast input under L2 evict_last, kept for its next rows"});
@@ -504,7 +519,7 @@ class ElementwiseGenerator : public KernelGenerator {
   Config Canonicalize(const Config& c) const override { return c; }
 
   // The captured call baked into the kernel: kf_is_captured(args) says whether a call is it
-  // (sizes and strides of every tensor, and pointers aligned for the vectors), KF_CAPTURED_SETUP
+  // (its shape key, and pointers aligned for the vectors), KF_CAPTURED_SETUP
   // is its path (kf_decide's on the captured tensors), and kf_captured_offset<INPUT, I>(e) a
   // broadcast input's offset with its groups' sizes as constants (divisions become shifts or
   // multiply-shifts). So the captured call needs no setup and no barrier; other shapes take
@@ -520,42 +535,22 @@ __device__ __forceinline__ I kf_const_div(I e) {
     if (p_.numel >= 0x7fffffffll) {  // 64-bit indices: no captured path
       return src + R"(#define KF_CAPTURED_ONE0 0
 #define KF_CAPTURED_ONE1 0
+#define KF_ONCE0 0
+#define KF_ONCE1 0
 template <int INPUT, typename I>
 __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
     }
-    // Each word of the call XOR-ed with the captured value (alignment: the pointer's low bits),
-    // OR-ed together and compared with 0 once: the parameter loads issue together, and ptxas
-    // fuses each XOR-OR into one instruction a half word (a chain of 64-bit compares took two
-    // a word, ahead of every warp's first load in a one-shot grid).
-    std::vector<std::string> words;
+    // The call's shape key equal to the captured call's, and the pointers aligned for the
+    // vectors: the key's XOR and the pointers' low bits OR-ed and compared with 0 once.
+    std::string test = absl::StrFormat("((args.shape_key ^ 0x%016xull)", p_.shape_key);
     const char* aligned[3][2] = {{"args.outputs[0]", "TO"}, {"args.inputs[0]", "T0"},
                                  {"args.inputs[KF_NIN - 1]", "T1"}};
     for (const auto& [tensor, type] : aligned) {
-      words.push_back(absl::StrCat("((unsigned long long)", tensor, ".data & ",
-                                   "(KF_VEC > 1 ? KF_VEC * sizeof(", type, ") - 1 : 0))"));
+      absl::StrAppend(&test, "\n      | ((unsigned long long)", tensor, ".data & ",
+                      "(KF_VEC > 1 ? KF_VEC * sizeof(", type, ") - 1 : 0))");
     }
-    auto same = [&](const std::string& name, const KfTensor& t) {
-      words.push_back(absl::StrCat("(unsigned long long)(", name, ".ndim ^ ", t.ndim, ")"));
-      for (int d = 0; d < t.ndim; ++d) {
-        words.push_back(absl::StrCat("((unsigned long long)", name, ".sizes[", d, "] ^ ",
-                                     t.sizes[d], "ull)"));
-        if (t.sizes[d] != 1) {  // a dim of one element is read at index 0, whatever its stride
-          words.push_back(absl::StrCat("((unsigned long long)", name, ".strides[", d, "] ^ ",
-                                       t.strides[d], "ull)"));
-        }
-      }
-    };
-    for (int i = 0; i < p_.num_inputs; ++i) {
-      same(absl::StrCat("args.inputs[", i, "]"), p_.in_tensor[i]);
-    }
-    same("args.outputs[0]", p_.out_tensor);
-    std::function<std::string(size_t, size_t)> tree = [&](size_t lo, size_t hi) -> std::string {
-      if (hi - lo == 1) return words[lo];
-      const size_t mid = lo + (hi - lo) / 2;
-      return absl::StrCat("(", tree(lo, mid), "\n      | ", tree(mid, hi), ")");
-    };
-    const std::string test = absl::StrCat(tree(0, words.size()), " == 0");
+    test += ") == 0";
     const KfSetup path = kf_decide(p_.in_tensor[0], p_.in_tensor[p_.num_inputs - 1],
                                    p_.out_tensor, p_.num_inputs, c.GetInt("vec"), Reuse(c),
                                    /*aligned=*/true);
@@ -563,6 +558,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     ", ", path.path, ", ", path.mode0, ", ", path.mode1, ", ", path.row_input,
                     ", ", path.inner, "}\n#define KF_CAPTURED_ONE0 ", p_.in_numel[0] == 1 ? 1 : 0,
                     "\n#define KF_CAPTURED_ONE1 ", p_.in_numel[p_.num_inputs - 1] == 1 ? 1 : 0,
+                    "\n#define KF_ONCE0 (KF_CAPTURED_ONE0 && KF_SCALAR_ONCE)",
+                    "\n#define KF_ONCE1 (KF_CAPTURED_ONE1 && KF_SCALAR_ONCE)",
                     "\n__device__ __forceinline__ bool kf_is_captured(",
                     "const KfArgs& args) {\n  return ", test, ";\n}\n");
     src += "template <int INPUT, typename I>\n"
@@ -622,6 +619,15 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
   bool HasReusedInput() const {
     for (int i = 0; i < p_.num_inputs; ++i) {
       if (!p_.device_scalar[i] && p_.in_numel[i] < double(p_.numel)) return true;
+    }
+    return false;
+  }
+
+  // An input of one element (a device scalar) in a call of more: the captured path may read it
+  // once (kf_run's `scalar`).
+  bool HasOneElementInput() const {
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      if (p_.in_numel[i] == 1 && p_.numel > 1) return true;
     }
     return false;
   }
@@ -698,7 +704,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     CudaType(p_.in_dtype[p_.num_inputs > 1 ? 1 : 0]), " T1;\ntypedef ",
                     CudaType(p_.out_dtype), " TO;\n#define KF_THREADS ", threads,
                     "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n#define KF_REUSE ",
-                    Reuse(c), "\n#define KF_NIN ", p_.num_inputs, "\n");
+                    Reuse(c), "\n#define KF_NIN ", p_.num_inputs, "\n#define KF_SCALAR_ONCE ",
+                    HasOneElementInput() && c.Get("scalar") == "each" ? 0 : 1, "\n");
     // Loads of the non-float inputs, in this source only: a change to the shared preamble
     // would change every kernel, and every sweep's results belong to kernels.
     if (p_.device_scalar[0] || p_.device_scalar[1]) {
@@ -983,6 +990,7 @@ class ElementwiseFamily : public Family {
     p.out_dtype = out.dtype();
     p.numel = Numel(out);
     p.out_tensor = SignatureTensor(out);
+    p.shape_key = CapturedShapeKey(target);
     const char* names[2] = {"self", p.op == UnaryOp::kMaskedFill ? "mask" : "other"};
     if (p.op == UnaryOp::kWhere) {
       names[0] = "condition";

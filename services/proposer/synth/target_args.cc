@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "common/shape_key.h"
 #include "common/status.h"
 
 namespace kforge::synth {
@@ -226,6 +227,15 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
     t.numel *= t.sizes[d];
   }
   return t;
+}
+
+uint64_t CapturedShapeKey(const v1::Target& target) {
+  KfArgs args{};
+  args.num_inputs = std::min(target.inputs_size(), KF_MAX_INPUTS);
+  args.num_outputs = std::min(target.outputs_size(), KF_MAX_OUTPUTS);
+  for (int i = 0; i < args.num_inputs; ++i) args.inputs[i] = SignatureTensor(target.inputs(i));
+  for (int j = 0; j < args.num_outputs; ++j) args.outputs[j] = SignatureTensor(target.outputs(j));
+  return KfShapeKey(args);
 }
 
 absl::StatusOr<int> NormalizeDim(int64_t dim, int ndim) {
