@@ -1,7 +1,7 @@
 // kforge-launch-overhead: what the size of the kernel parameter costs a launch on this GPU.
-// Every kforge kernel takes the whole KfArgs (2,184 bytes: 13 tensors) by value; Inductor's
-// kernels take a few pointers. On the H200, kforge's streaming kernels timed 1-2 µs behind
-// Inductor's beside them while Nsight Compute gave equal kernel durations
+// Every kforge kernel takes the whole KfArgs (2,192 bytes: 13 tensors and a shape key) by
+// value; Inductor's kernels take a few pointers. On the H200, kforge's streaming kernels timed
+// 1-2 µs behind Inductor's beside them while Nsight Compute gave equal kernel durations
 // (docs/benchmarks/2026-12-01-h200-engine-registers-and-reuse.md). This times one grid-stride
 // copy, compiled three times with the same body, whose parameter is KfArgs, three KfTensors
 // (456 bytes) or two pointers and a count (24 bytes), over several sizes, interleaved, each

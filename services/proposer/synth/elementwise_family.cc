@@ -634,10 +634,30 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   bool Keep(const Config& c) const { return HasReusedInput() && c.GetInt("keep") == 1; }
 
-  // Registers per thread: a base plus each input's vectors in flight, as occupancy leaves them.
+  // Registers the fast path holds per thread: a base plus the values in flight. kf_run keeps
+  // KF_ILP vectors of floats per streamed input (one float for a one-element or constant-mode
+  // input); kf_reuse_rows a row vector of floats and KF_REUSE raw vectors of the flat input, and
+  // more indices (measured in the H200 sweeps of the mask add and the mul by a device scalar:
+  // docs/benchmarks/2026-12-01-h200-shape-key-and-spills.md).
+  int FastPathRegisters(const Config& c) const {
+    const int vec = c.GetInt("vec"), reuse = Reuse(c);
+    if (reuse > 1) {
+      const int flat = p_.in_numel[0] < double(p_.numel) ? 1 : 0;
+      return 40 + vec + reuse * (vec * ElementSize(p_.in_dtype[flat]) + 3) / 4;
+    }
+    int per_vector = 0;
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      const bool one = p_.in_numel[i] == 1 ||
+                       kf_mode(p_.in_tensor[i], p_.out_tensor, vec) == KF_CONST;
+      per_vector += one ? 1 : vec;
+    }
+    return 24 + c.GetInt("ilp") * per_vector;
+  }
+
+  // Registers per thread, as occupancy leaves them.
   int Registers(const Config& c) const {
     return OccupancyRegisters(gpu_, c.GetInt("threads"), MinBlocksPerSm(gpu_, c),
-                              24 + c.GetInt("vec") * c.GetInt("ilp") * Reuse(c) * p_.num_inputs);
+                              FastPathRegisters(c));
   }
 
   double MinBytes() const override {
@@ -689,7 +709,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     launch.bytes_in_flight_per_thread = in_flight;
     launch.ops = n * ops_per_elem;
     launch.block_latency_cycles = std::ceil(blocks / grid) * 700;
-    return synth::EstimateLaunchSeconds(gpu_, launch);
+    return synth::EstimateLaunchSeconds(gpu_, launch) * SpillFactor(FastPathRegisters(c), regs);
   }
 
   absl::StatusOr<GeneratedKernel> Generate(const Config& c) const override {

@@ -40,4 +40,8 @@ int OccupancyRegisters(const GpuModel& gpu, int threads, int min_blocks, int est
   return std::min(uncapped, cap);
 }
 
+double SpillFactor(int needed, int granted) {
+  return 1.0 + std::max(0, needed - granted - 4) / 16.0;
+}
+
 }  // namespace kforge::synth
