@@ -281,10 +281,11 @@ absl::StatusOr<BundleManifest> ParseManifest(std::string_view text, const std::s
                          r.Get(j, "", "model_sha256", &m.model_sha256)}) {
     if (!s.ok()) return s;
   }
-  if (m.format != kBundleFormat) {
+  if (m.format != kBundleFormat && m.format != kBundleFormatV1) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": format '", m.format, "' is not ", kBundleFormat,
-                     "; this runtime reads ", kBundleFormat, " bundles only"));
+                     "; this runtime reads ", kBundleFormatV1, " and ", kBundleFormat,
+                     " bundles only (export the model again with this kforge)"));
   }
   absl::StatusOr<const json*> kernels = r.Field(j, "", "kernels", json::value_t::array);
   if (!kernels.ok()) return kernels.status();
@@ -304,7 +305,9 @@ absl::Status ValidateManifest(const BundleManifest& m, const std::string& where)
   auto error = [&](const std::string& path, const std::string& problem) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", path, ": ", problem));
   };
-  if (m.format != kBundleFormat) return error("format", absl::StrCat("must be ", kBundleFormat));
+  if (m.format != kBundleFormat && m.format != kBundleFormatV1) {
+    return error("format", absl::StrCat("must be ", kBundleFormat, " or ", kBundleFormatV1));
+  }
   std::set<std::string> ids;
   auto check_file = [&](const BundleFile& f, const std::string& path) -> absl::Status {
     if (!IsInsideBundle(f.path)) {

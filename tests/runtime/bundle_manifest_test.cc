@@ -118,9 +118,13 @@ TEST(BundleManifestTest, RefusesWhatTheRuntimeCannotUseNamingTheField) {
 
   EXPECT_THAT(ParseManifest("[1]", "m.json").status().message(), HasSubstr("not a JSON object"));
   std::string text = ManifestToJson(SampleManifest());
-  text.replace(text.find("kforge-bundle/1"), 15, "kforge-bundle/9");
+  text.replace(text.find("kforge-bundle/2"), 15, "kforge-bundle/9");
   EXPECT_THAT(ParseManifest(text, "m.json").status().message(),
-              HasSubstr("format 'kforge-bundle/9' is not kforge-bundle/1"));
+              HasSubstr("format 'kforge-bundle/9' is not kforge-bundle/2"));
+  // A bundle of the first format still loads: its kernels read a prefix of today's KfArgs.
+  text = ManifestToJson(SampleManifest());
+  text.replace(text.find("kforge-bundle/2"), 15, "kforge-bundle/1");
+  EXPECT_TRUE(ParseManifest(text, "m.json").ok());
   text = ManifestToJson(SampleManifest());
   text.replace(text.find("\"scalar_args\""), 13, "\"scalar_argz\"");
   EXPECT_THAT(ParseManifest(text, "m.json").status().message(),
