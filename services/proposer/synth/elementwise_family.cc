@@ -64,7 +64,7 @@ struct ElementwiseProblem {
   bool device_scalar[2] = {false, false};
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
-  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey): the kernel's fast path's
+  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey), which the fast path tests
   KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
   KfTensor out_tensor = {};
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
@@ -519,9 +519,9 @@ class ElementwiseGenerator : public KernelGenerator {
   Config Canonicalize(const Config& c) const override { return c; }
 
   // The captured call baked into the kernel: kf_is_captured(args) says whether a call is it
-  // (its shape key, and pointers aligned for the vectors), KF_CAPTURED_SETUP
-  // is its path (kf_decide's on the captured tensors), and kf_captured_offset<INPUT, I>(e) a
-  // broadcast input's offset with its groups' sizes as constants (divisions become shifts or
+  // (its shape key, and pointers aligned for the vectors), KF_CAPTURED_SETUP is its path
+  // (kf_decide's on the captured tensors), and kf_captured_offset<INPUT, I>(e) a broadcast
+  // input's offset with its groups' sizes as constants (divisions become shifts or
   // multiply-shifts). So the captured call needs no setup and no barrier; other shapes take
   // the generic path of the same source.
   std::string CapturedShapeSource(const Config& c) const {
