@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/kernel_launch.h"
+#include "common/launch_bound.h"
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
 #include "common/op_cost.h"
@@ -42,9 +43,6 @@
 
 namespace kforge {
 namespace {
-
-constexpr double kLaunchBoundSeconds = 20e-6;  // below this median, time CUDA-graph replays
-constexpr int kGraphLaunches = 20;              // launches captured per graph
 
 std::string CuName(CUresult r) {
   const char* name = nullptr;

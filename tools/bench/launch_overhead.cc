@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/kforge_device.h"
+#include "common/launch_bound.h"
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator_stats.h"
 
@@ -206,7 +207,6 @@ int Main(int argc, char** argv) {
     std::printf("| %g | %.2f | %.2f | %.2f | %+.2f |\n", mb, us[0], us[1], us[2], us[0] - us[2]);
   }
 
-  constexpr int kGraphLaunches = 20;  // the worker's launch-bound mode
   std::printf("\nCUDA-graph replays of %d launches, the L2 flushed before each replay (per "
               "launch):\n\n", kGraphLaunches);
   header();

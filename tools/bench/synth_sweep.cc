@@ -127,6 +127,7 @@ struct QuickResult {
   int reps = 0;
   bool pruned = false;  // stopped after one rep: far slower than the best so far
   double max_normalized = 0;
+  bool graph = false;  // timed as CUDA-graph replays, per launch (a launch-bound row)
 };
 
 struct FullResult {
@@ -646,6 +647,10 @@ absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::
     }
   }
   if (best_s > 0) manifest["best_s"] = best_s;
+  // The row's timing mode, once a child chose it from eager's time: every chunk and restart
+  // times alike, so the row's times compare (details resumed from before the mode existed are
+  // single launches).
+  if (row.quick_eager.verdict == "PASS") manifest["graph"] = row.quick_eager.graph;
   KF_RETURN_IF_ERROR(WriteFile(dir / "manifest.json", manifest.dump()));
 
   const size_t n = job_kernel.size();
@@ -697,6 +702,7 @@ absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::
       q.reps = r.value("reps", 0);
       q.pruned = r.value("pruned", false);
       q.max_normalized = r.value("max_normalized", 0.0);
+      q.graph = r.value("graph", false);
       const int64_t job = r.value("job", int64_t{-2});
       if (job == -1) {
         row.quick_eager = q;

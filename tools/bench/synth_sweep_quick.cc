@@ -2,18 +2,23 @@
 // a kernel that takes the CUDA context down costs one restart, not the sweep. For each
 // compiled kernel of one target it checks the output of one input set against the float64
 // reference (the worker's accuracy rule; outputs poisoned first, guard bytes around them,
-// inputs compared with a pristine copy) and times a few L2-flushed launches with CUDA events.
+// inputs compared with a pristine copy) and times a few L2-flushed launches with CUDA events,
+// or, for a launch-bound row (eager under 2 * kLaunchBoundSeconds: its kernels can be under the
+// worker's line), L2-flushed replays of CUDA graphs of kGraphLaunches launches, eager alike, as
+// the worker times such targets: one launch of a microsecond or two is mostly launch noise.
 // Not the worker's full validation: the sweep puts its best kernels through that afterwards.
 //
 //   kforge-synth-sweep-quick DIR START RESULTS
 // DIR holds target.pb (v1::Target), inputs.pt (torch.save of one call's inputs),
 // manifest.json ({"jobs": [{"cubin": FILE, "plan": JSON}], "reps": N, "prune_factor": F,
-// optional "best_s": the row's best time so far, for pruning}) and the cubins (a batch's cubin
+// optional "best_s": the row's best time so far, for pruning; optional "graph": the row's
+// timing mode, which the sweep pins once a child reported it}) and the cubins (a batch's cubin
 // holds several kernels; each job's plan names its entries). Jobs START.. are run; each
 // appends "KFQ {json}" to RESULTS (the eager baseline as job -1 first). Exit 0: all done;
 // 2: could not start; 3: the CUDA context was lost after the last reported job. The accuracy
 // check is QuickAccuracy (quick_accuracy.h): the worker's rule, cheap when a kernel passes.
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
@@ -34,6 +39,7 @@
 #include "absl/strings/str_format.h"
 #include "common/cuda_driver.h"
 #include "common/kernel_launch.h"
+#include "common/launch_bound.h"
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
 #include "common/tensor_io.h"
@@ -132,9 +138,11 @@ class QuickRunner {
     std::string error;
   };
   // Times `launch` (which enqueues on the current stream; "" or an error message): one rep,
-  // then `reps_ - 1` more unless the first is over prune_factor_ * best_s_.
+  // then `reps_ - 1` more unless the first is over prune_factor_ * best_s_. With graph_, a rep
+  // is one replay of a CUDA graph of kGraphLaunches launches, its time per launch.
   Timed Time(const std::function<std::string()>& launch, bool prunable);
   void Flush();
+  std::string RunEager();
 
   json manifest_;
   std::string dir_;
@@ -151,6 +159,8 @@ class QuickRunner {
   int reps_ = 5;
   double prune_factor_ = 2.0;
   double best_s_ = std::numeric_limits<double>::infinity();
+  bool graph_ = false;  // time CUDA-graph replays (a launch-bound row)
+  Timed eager_timed_;   // eager's timing, in the row's mode
 };
 
 absl::Status QuickRunner::Start(const std::string& dir) {
@@ -231,7 +241,27 @@ absl::Status QuickRunner::Start(const std::string& dir) {
   flush_ = at::empty({std::max<int64_t>(2 * int64_t{l2}, 8 << 20)},
                      at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
   scratch_ = at::empty({256}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  // The row's timing mode: the sweep's, or launch-bound when eager's one launch is short.
+  eager_timed_ = Time([&] { return RunEager(); }, false);
+  graph_ = manifest_.contains("graph") && manifest_["graph"].is_boolean()
+               ? manifest_["graph"].get<bool>()
+               : eager_timed_.error.empty() &&
+                     Median(eager_timed_.seconds) < 2 * kLaunchBoundSeconds;
+  if (graph_) {
+    Timed replays = Time([&] { return RunEager(); }, false);
+    if (replays.error.empty()) {
+      eager_timed_ = std::move(replays);
+    } else {
+      graph_ = false;  // eager cannot be captured: the row keeps single launches
+    }
+  }
   return absl::OkStatus();
+}
+
+std::string QuickRunner::RunEager() {
+  absl::StatusOr<std::vector<at::Tensor>> r =
+      runner_->Run(inputs_, ReferenceRunner::Precision::kNative);
+  return r.ok() ? "" : std::string(r.status().message());
 }
 
 void QuickRunner::Flush() {
@@ -243,12 +273,37 @@ void QuickRunner::Flush() {
 QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch, bool prunable) {
   Timed t;
   CUstream s = c10::cuda::getCurrentCUDAStream().stream();
+  std::optional<at::cuda::CUDAGraph> graph;
+  if (graph_) {
+    try {
+      graph.emplace();
+      graph->capture_begin();
+      for (int n = 0; n < kGraphLaunches && t.error.empty(); ++n) t.error = launch();
+      graph->capture_end();
+      if (t.error.empty()) graph->replay();  // the first replay uploads the graph: untimed
+    } catch (const c10::Error& e) {
+      CUstreamCaptureStatus status;
+      if (cuStreamIsCapturing(s, &status) == CUDA_SUCCESS &&
+          status != CU_STREAM_CAPTURE_STATUS_NONE) {
+        CUgraph dangling = nullptr;
+        cuStreamEndCapture(s, &dangling);
+        if (dangling != nullptr) cuGraphDestroy(dangling);
+      }
+      t.error = absl::StrCat("CUDA-graph capture: ", e.what_without_backtrace());
+    }
+    if (!t.error.empty()) return t;
+  }
+  const double per_rep = graph ? kGraphLaunches : 1;
   std::vector<CUevent> events(2 * static_cast<size_t>(reps_), nullptr);
   for (CUevent& e : events) cuEventCreate(&e, CU_EVENT_DEFAULT);
   auto rep = [&](int i) -> bool {
     Flush();
     cuEventRecord(events[2 * i], s);
-    t.error = launch();
+    if (graph) {
+      graph->replay();
+    } else {
+      t.error = launch();
+    }
     cuEventRecord(events[2 * i + 1], s);
     return t.error.empty();
   };
@@ -261,7 +316,7 @@ QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch,
     for (int i = from; i < to; ++i) {
       float ms = 0;
       cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]);
-      t.seconds.push_back(ms * 1e-3);
+      t.seconds.push_back(ms * 1e-3 / per_rep);
     }
     return true;
   };
@@ -281,14 +336,9 @@ QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch,
 }
 
 json QuickRunner::Eager() {
-  Timed t = Time(
-      [&]() -> std::string {
-        absl::StatusOr<std::vector<at::Tensor>> r =
-            runner_->Run(inputs_, ReferenceRunner::Precision::kNative);
-        return r.ok() ? "" : std::string(r.status().message());
-      },
-      false);
+  const Timed& t = eager_timed_;
   json out = {{"job", -1},
+              {"graph", graph_},
               {"verdict", t.error.empty() ? "PASS" : "NOT_EVALUATED"},
               {"message", t.error},
               {"median_s", Median(t.seconds)},
@@ -409,6 +459,7 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
   out["median_s"] = median;
   out["reps"] = static_cast<int>(t.seconds.size());
   out["pruned"] = t.pruned;
+  out["graph"] = graph_;
   return out;
 }
 
