@@ -34,6 +34,7 @@
 #include "common/op_cost.h"
 #include "common/status.h"
 #include "common/tensor_io.h"
+#include "services/worker/abandoned_capture.h"
 #include "services/worker/evaluator_guards.h"
 #include "services/worker/evaluator_stats.h"
 #include "services/worker/evaluator.h"
@@ -942,13 +943,7 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
       mode = "cuda_graph";
     } catch (const c10::Error& e) {
       // Eager ops that cannot be captured keep the event timings.
-      CUstreamCaptureStatus status;
-      if (cuStreamIsCapturing(s, &status) == CUDA_SUCCESS &&
-          status != CU_STREAM_CAPTURE_STATUS_NONE) {
-        CUgraph dangling = nullptr;
-        cuStreamEndCapture(s, &dangling);
-        if (dangling != nullptr) cuGraphDestroy(dangling);
-      }
+      EndAbandonedCapture(s);
       if (!gpu_.ContextHealthy()) {
         context_lost_ = true;
         Failure f = Fail(v1::CRASH, absl::StrCat("the GPU faulted while timing CUDA-graph "

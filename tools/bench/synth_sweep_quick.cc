@@ -44,6 +44,7 @@
 #include "common/launch_plan.h"
 #include "common/tensor_io.h"
 #include "nlohmann/json.hpp"
+#include "services/worker/abandoned_capture.h"
 #include "services/worker/evaluator_guards.h"
 #include "services/worker/evaluator_stats.h"
 #include "services/worker/reference.h"
@@ -282,13 +283,7 @@ QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch,
       graph->capture_end();
       if (t.error.empty()) graph->replay();  // the first replay uploads the graph: untimed
     } catch (const c10::Error& e) {
-      CUstreamCaptureStatus status;
-      if (cuStreamIsCapturing(s, &status) == CUDA_SUCCESS &&
-          status != CU_STREAM_CAPTURE_STATUS_NONE) {
-        CUgraph dangling = nullptr;
-        cuStreamEndCapture(s, &dangling);
-        if (dangling != nullptr) cuGraphDestroy(dangling);
-      }
+      EndAbandonedCapture(s);
       t.error = absl::StrCat("CUDA-graph capture: ", e.what_without_backtrace());
     }
     if (!t.error.empty()) return t;
