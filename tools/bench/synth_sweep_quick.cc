@@ -243,18 +243,22 @@ absl::Status QuickRunner::Start(const std::string& dir) {
                      at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
   scratch_ = at::empty({256}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
   // The row's timing mode: the sweep's, or launch-bound when eager's one launch is short.
+  // Pinned, eager is timed once, in that mode.
+  const bool pinned = manifest_.contains("graph") && manifest_["graph"].is_boolean();
+  graph_ = pinned && manifest_["graph"].get<bool>();
   eager_timed_ = Time([&] { return RunEager(); }, false);
-  graph_ = manifest_.contains("graph") && manifest_["graph"].is_boolean()
-               ? manifest_["graph"].get<bool>()
-               : eager_timed_.error.empty() &&
-                     Median(eager_timed_.seconds) < 2 * kLaunchBoundSeconds;
-  if (graph_) {
+  if (!pinned && eager_timed_.error.empty() &&
+      Median(eager_timed_.seconds) < 2 * kLaunchBoundSeconds) {
+    graph_ = true;
     Timed replays = Time([&] { return RunEager(); }, false);
     if (replays.error.empty()) {
       eager_timed_ = std::move(replays);
     } else {
       graph_ = false;  // eager cannot be captured: the row keeps single launches
     }
+  } else if (graph_ && !eager_timed_.error.empty()) {
+    graph_ = false;  // pinned to replays, but eager cannot be captured here
+    eager_timed_ = Time([&] { return RunEager(); }, false);
   }
   return absl::OkStatus();
 }
