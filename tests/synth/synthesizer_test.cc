@@ -1057,11 +1057,24 @@ TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
               HasSubstr("kf_const_div<I, 2ull>(e); offset += (e - q * (I)2) * (I)65536;"));
   EXPECT_NE(WithoutCapturedShape(kernel->source), kernel->source);
   // Same-shape operands: both flat, nothing to divide.
-  auto flat = Bind(Sample(SampleTargets(v1::FLOAT32), "add_alpha").target);
+  const v1::Target flat_target = Sample(SampleTargets(v1::FLOAT32), "add_alpha").target;
+  auto flat = Bind(flat_target);
   auto flat_kernel =
       flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=oneshot;occupancy=0"));
   ASSERT_TRUE(flat_kernel.ok()) << flat_kernel.status();
   EXPECT_THAT(flat_kernel->source, HasSubstr("#define KF_CAPTURED_SETUP {1, 1, 0, 0, 0, 0}"));
+  // Its one-shot grid tiles the captured call (256 threads x 4 x 2 divide it): the captured
+  // path has no loop, bounds test or tail, and a constant element count. A stride grid keeps
+  // its loop.
+  int64_t numel = 1;
+  for (int64_t size : flat_target.outputs(0).sizes()) numel *= size;
+  ASSERT_EQ(numel % (256 * 4 * 2), 0);
+  EXPECT_THAT(flat_kernel->source, HasSubstr("#define KF_CAPTURED_EXACT 1"));
+  EXPECT_THAT(flat_kernel->source, HasSubstr(absl::StrCat("#define KF_CAPTURED_NUMEL ", numel)));
+  auto strided =
+      flat->Generate(*flat->Space().Parse("threads=256;vec=4;ilp=2;grid=stride;occupancy=0"));
+  ASSERT_TRUE(strided.ok()) << strided.status();
+  EXPECT_THAT(strided->source, HasSubstr("#define KF_CAPTURED_EXACT 0"));
 }
 
 TEST(SynthesizerTest, ExplainReportsThePriorOfAConfig) {

@@ -154,22 +154,30 @@ __device__ __forceinline__ void kf_read_or_fill(const T* x, int mode, const KfGr
   }
 }
 
-// One input's KF_ILP vectors of the thread's group starting at vector `base`.
+// One input's KF_ILP vectors of the thread's group starting at vector `base` (those below nv,
+// or all of them when not `checked`).
 template <int V, typename I, int INPUT, bool CAPTURED, bool ONCE, typename T>
 __device__ __forceinline__ void kf_read_all(const T* x, int mode, const KfGroups<I>& g, I base,
-                                            I nv, float value, float (&v)[KF_ILP][V]) {
+                                            I nv, bool checked, float value,
+                                            float (&v)[KF_ILP][V]) {
 #pragma unroll
   for (int j = 0; j < KF_ILP; ++j) {
     const I k = base + (I)j * KF_THREADS;
-    if (k < nv) kf_read_or_fill<V, I, INPUT, CAPTURED, ONCE>(x, mode, g, k * V, value, v[j]);
+    if (!checked || k < nv) {
+      kf_read_or_fill<V, I, INPUT, CAPTURED, ONCE>(x, mode, g, k * V, value, v[j]);
+    }
   }
 }
 
 // Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
 template <int V, typename I, bool CAPTURED>
 __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
+  // The captured call on a one-shot grid that tiles it exactly (KF_CAPTURED_EXACT): every
+  // thread's vectors are in range, so no loop, no bounds tests and no tail, and the element
+  // count is a constant (one constant load fewer before the first global load).
+  constexpr bool kExact = CAPTURED && V == KF_VEC && KF_CAPTURED_EXACT;
   const KfTensor& out = args.outputs[0];
-  const I n = (I)out.numel;
+  const I n = kExact ? (I)KF_CAPTURED_NUMEL : (I)out.numel;
   const I nv = n / V;
   const T0* x0 = reinterpret_cast<const T0*>(args.inputs[0].data);
 #if KF_NIN == 2
@@ -196,33 +204,39 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   const float one1 = CAPTURED && KF_ONCE1 ? kf_to_float(x1[0]) : 0.f;
 #endif
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
-  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
+  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; kExact || base < nv;
+       base += step) {
     float a[KF_ILP][V];
     float b[KF_ILP][V] = {};
     // One input's vectors, then the other's: a one-element input's load (the same address every
     // time) and its conversion to float then wait with the streamed loads already in flight.
 #if KF_NIN == 2 && KF_CAPTURED_ONE0 && !KF_CAPTURED_ONE1
-    kf_read_all<V, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], base, nv, one1, b);
-    kf_read_all<V, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], base, nv, one0, a);
+    kf_read_all<V, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], base, nv,
+                                                         !kExact, one1, b);
+    kf_read_all<V, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], base, nv,
+                                                         !kExact, one0, a);
 #else
-    kf_read_all<V, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], base, nv, one0, a);
+    kf_read_all<V, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], base, nv,
+                                                         !kExact, one0, a);
 #if KF_NIN == 2
-    kf_read_all<V, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], base, nv, one1, b);
+    kf_read_all<V, I, 1, CAPTURED, CAPTURED && KF_ONCE1>(x1, mode1, groups[1], base, nv,
+                                                         !kExact, one1, b);
 #endif
 #endif
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
-      if (k < nv) {
+      if (kExact || k < nv) {
         float o[V];
 #pragma unroll
         for (int i = 0; i < V; ++i) o[i] = kf_op(a[j][i], b[j][i]);
         kf_store<V>(y + k * V, o);
       }
     }
+    if (kExact) break;
   }
   // The tail that does not fill a vector (only flat inputs have one).
-  if (V > 1 && blockIdx.x == 0) {
+  if (!kExact && V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float a[1], b[1] = {0.f};
       kf_read_or_fill<1, I, 0, CAPTURED, CAPTURED && KF_ONCE0>(x0, mode0, groups[0], e, one0, a);
@@ -533,7 +547,8 @@ __device__ __forceinline__ I kf_const_div(I e) {
 }
 )";
     if (p_.numel >= 0x7fffffffll) {  // 64-bit indices: no captured path
-      return src + R"(#define KF_CAPTURED_ONE0 0
+      return src + R"(#define KF_CAPTURED_EXACT 0
+#define KF_CAPTURED_ONE0 0
 #define KF_CAPTURED_ONE1 0
 #define KF_ONCE0 0
 #define KF_ONCE1 0
@@ -556,7 +571,10 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                                    /*aligned=*/true);
     absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_CAPTURED_SETUP {", path.small,
                     ", ", path.path, ", ", path.mode0, ", ", path.mode1, ", ", path.row_input,
-                    ", ", path.inner, "}\n#define KF_CAPTURED_ONE0 ", p_.in_numel[0] == 1 ? 1 : 0,
+                    ", ", path.inner, "}\n#define KF_CAPTURED_EXACT ",
+                    CapturedExact(c, path) ? 1 : 0,
+                    "\n#define KF_CAPTURED_NUMEL ", p_.numel,
+                    "\n#define KF_CAPTURED_ONE0 ", p_.in_numel[0] == 1 ? 1 : 0,
                     "\n#define KF_CAPTURED_ONE1 ", p_.in_numel[p_.num_inputs - 1] == 1 ? 1 : 0,
                     "\n#define KF_ONCE0 (KF_CAPTURED_ONE0 && KF_SCALAR_ONCE)",
                     "\n#define KF_ONCE1 (KF_CAPTURED_ONE1 && KF_SCALAR_ONCE)",
@@ -576,6 +594,13 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     }
     absl::StrAppend(&src, "  return offset;\n}\n", kCapturedShapeEnd, "\n");
     return src;
+  }
+
+  // A one-shot grid of the captured call's vector path whose blocks tile it exactly.
+  bool CapturedExact(const Config& c, const KfSetup& path) const {
+    const int64_t per_block = int64_t{c.GetInt("threads")} * c.GetInt("vec") * c.GetInt("ilp");
+    return c.Get("grid") == "oneshot" && path.path == KF_PATH_VEC && p_.numel > 0 &&
+           p_.numel % per_block == 0;
   }
 
   // The widest element a vector loads or stores.
