@@ -34,6 +34,7 @@ expect "$out" "| mul-scale-bf16 | grid=stride | 123 | 1.0016 |"
 out=$($COMPARE "$DIR/none" "$DIR/call5/synth-sweep-details" 2>&1) &&
   fail "a directory without details must be an error"
 expect "$out" "$DIR/none: no --details TSVs"
-out=$($COMPARE "$DIR/call5/synth-sweep-details" 2>&1) && fail "one directory without --pair must be an error"
+out=$($COMPARE "$DIR/call5/synth-sweep-details" 2>&1) &&
+  fail "one directory without --pair must be an error"
 expect "$out" "pass BEFORE_DIR AFTER_DIR"
 echo "compare_sweeps_test: all checks passed"

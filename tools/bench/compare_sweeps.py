@@ -44,7 +44,8 @@ def params(config):
 
 
 def compare(before, after, by):
-    print("| row | group | configs in both | median after/before | best before µs | best after µs |")
+    print("| row | group | configs in both | median after/before | best before µs "
+          "| best after µs |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for row in sorted(set(before) & set(after)):
         common = sorted(set(before[row]) & set(after[row]))

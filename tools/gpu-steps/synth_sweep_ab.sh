@@ -14,7 +14,7 @@ mkdir -p "$OUT_DIR"
 AB=.carry/ab/bin/kforge-synth-sweep
 if [[ ! -x $AB ]]; then
   # A full round runs every step: this one only does something when a second build travels.
-  echo "synth_sweep_ab: skipped (pack a second build with KFORGE_PACK_AB_BUILD=DIR tools/gpu-pack)" |
+  echo "synth_sweep_ab: skipped (no second build: KFORGE_PACK_AB_BUILD=DIR tools/gpu-pack)" |
     tee "$OUT_DIR/synth-sweep-ab.md"
   exit 0
 fi
@@ -30,8 +30,8 @@ torch_args=()
 mkdir -p "$WORK/after"
 timeout $((KFORGE_SWEEP_BUDGET_S + 150)) "$AB" --rows "$KFORGE_SWEEP_ROWS" \
   --max-configs "$KFORGE_SWEEP_MAX_CONFIGS" --time-budget-s "$KFORGE_SWEEP_BUDGET_S" \
-  "${torch_args[@]}" --out "$WORK/after/synth-sweep.md" --details "$WORK/after/synth-sweep-details" \
-  >"$WORK/after.log" 2>&1
+  "${torch_args[@]}" --out "$WORK/after/synth-sweep.md" \
+  --details "$WORK/after/synth-sweep-details" >"$WORK/after.log" 2>&1
 echo "after (.carry/ab): exit $?"
 by_args=()
 [[ -n ${KFORGE_AB_BY:-} ]] && by_args=(--by "$KFORGE_AB_BY")
