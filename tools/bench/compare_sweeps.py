@@ -16,31 +16,21 @@ source is judged on the same configs, not on whichever the time budget reached:
 A row's details may be split over shards (ROW.shard-I-of-N.tsv); they are read together.
 """
 import argparse
-import csv
-import glob
-import os
 import re
 import statistics
 import sys
 
+from sweep_details import params, read_quick_times
+
 
 def read_details(directory):
-    """{row: {config: quick µs}} of the configs whose quick pass passed."""
-    rows = {}
-    for path in sorted(glob.glob(os.path.join(directory, "*.tsv"))):
-        row = re.sub(r"(\.shard-\d+-of-\d+)?\.tsv$", "", os.path.basename(path))
-        with open(path, newline="") as f:
-            for line in csv.DictReader(f, delimiter="\t"):
-                if line.get("quick_verdict") == "PASS" and float(line["quick_us"]) > 0:
-                    rows.setdefault(row, {})[line["config"]] = float(line["quick_us"])
+    """{row: {config: quick µs}} of the configs whose quick pass passed; exits when none did."""
+    rows = {row: times for row, times in read_quick_times(directory, "compare_sweeps").items()
+            if times}
     if not rows:
         sys.exit(f"{directory}: no --details TSVs with passing quick-pass lines "
                  "(pass the synth-sweep-details/ directory of a sweep)")
     return rows
-
-
-def params(config):
-    return dict(p.split("=", 1) for p in config.split(";") if p)
 
 
 def compare(before, after, by):

@@ -15,11 +15,11 @@ prior of the config that adds the new switches at 0.
   prior_ranking.py PRIORS.tsv DETAILS_DIR
 """
 import csv
-import glob
-import os
 import re
 import statistics
 import sys
+
+from sweep_details import params, read_quick_times
 
 
 def kind(config):
@@ -27,10 +27,6 @@ def kind(config):
     mode = "nosplit" if not m or m.group(1) == "1" else m.group(2)
     cache = re.search(r"cache=(regs|smem)", config)
     return mode + ("+" + cache.group(1) if cache else "")
-
-
-def params(config):
-    return dict(p.split("=", 1) for p in config.split(";") if p)
 
 
 def prior_of(row_priors, config):
@@ -61,23 +57,12 @@ def main(argv):
     with open(argv[1]) as f:
         for row, config, us in csv.reader(f, delimiter="\t"):
             priors.setdefault(row, {})[config] = float(us)
-    files = sorted(glob.glob(os.path.join(argv[2], "*.tsv")))
-    if not files:
-        sys.exit(f"prior_ranking: no .tsv files in {argv[2]} (a kforge-synth-sweep --details dir)")
-    for path in files:
-        row = os.path.basename(path).split(".")[0]
+    for row, measured_by_config in sorted(read_quick_times(argv[2], "prior_ranking").items()):
         points = []
-        with open(path) as f:
-            reader = csv.DictReader(f, delimiter="\t")
-            missing = {"config", "quick_verdict", "quick_us"} - set(reader.fieldnames or [])
-            if missing:
-                sys.exit(f"prior_ranking: {path} is not a kforge-synth-sweep --details file "
-                         f"(no {', '.join(sorted(missing))} column)")
-            for d in reader:
-                measured = float(d["quick_us"] or 0)
-                prior = prior_of(priors.get(row, {}), d["config"])
-                if d["quick_verdict"] == "PASS" and measured > 0 and prior is not None:
-                    points.append((prior, measured, kind(d["config"])))
+        for config, measured in measured_by_config.items():
+            prior = prior_of(priors.get(row, {}), config)
+            if prior is not None:
+                points.append((prior, measured, kind(config)))
         if len(points) < 5:
             print(f"{row}: {len(points)} configs with a prior and a quick pass; too few to rank")
             continue

@@ -46,7 +46,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=${1:-out/gpu-check}
 mkdir -p "$OUT_DIR"
-SWEEP=build/bin/kforge-synth-sweep
+# KFORGE_SWEEP_BIN: another build's kforge-synth-sweep (its children beside it), as
+# synth_sweep_ab.sh sweeps with the build tools/gpu-pack carried to .carry/ab/bin.
+SWEEP=${KFORGE_SWEEP_BIN:-build/bin/kforge-synth-sweep}
 MODE=${KFORGE_SWEEP_MODE:-capped}
 TORCH_BUDGET=${KFORGE_SWEEP_TORCH_BUDGET_S:-75}
 row_args=()
