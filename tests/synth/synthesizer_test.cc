@@ -21,6 +21,7 @@
 #include "services/proposer/synth/param_space.h"
 #include "services/proposer/synth/prior_calibration.h"
 #include "services/proposer/synth/seeded_rng.h"
+#include "services/proposer/synth/target_args.h"
 #include "tests/synth/sample_targets.h"
 
 namespace kforge::synth {
@@ -927,6 +928,34 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
       }
     }
   }
+}
+
+// Batch norm's flat mode recognizes the captured call by its shape key (one 64-bit compare),
+// and on a one-shot grid that tiles it exactly takes straight-line code with a constant
+// element count; a stride grid keeps its loop, and plane mode has no captured path.
+TEST(SynthesizerTest, BatchNormRecognizesTheCapturedCallByItsShapeKey) {
+  const v1::Target target = Sample(SampleTargets(v1::FLOAT32), "batch_norm").target;
+  auto generator = Bind(target);
+  ASSERT_NE(generator, nullptr);
+  int64_t numel = 1;
+  for (int64_t size : target.inputs(0).sizes()) numel *= size;
+  ASSERT_EQ(numel % (256 * 4 * 2), 0);
+  auto kernel = generator->Generate(
+      *generator->Space().Parse("mode=flat;threads=256;vec=4;ilp=2;grid=oneshot;occupancy=0"));
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr(absl::StrFormat("#define KF_SHAPE_KEY 0x%016xull",
+                                                        CapturedShapeKey(target))));
+  EXPECT_THAT(kernel->source, HasSubstr("args.shape_key == KF_SHAPE_KEY"));
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_EXACT true"));
+  EXPECT_THAT(kernel->source, HasSubstr(absl::StrCat("#define KF_CAPTURED_NUMEL ", numel)));
+  auto strided = generator->Generate(
+      *generator->Space().Parse("mode=flat;threads=256;vec=4;ilp=2;grid=stride;occupancy=0"));
+  ASSERT_TRUE(strided.ok()) << strided.status();
+  EXPECT_THAT(strided->source, HasSubstr("#define KF_CAPTURED_EXACT false"));
+  auto plane = generator->Generate(
+      *generator->Space().Parse("mode=plane;threads=256;vec=4;ilp=2;grid=oneshot;occupancy=0"));
+  ASSERT_TRUE(plane.ok()) << plane.status();
+  EXPECT_THAT(plane->source, ::testing::Not(HasSubstr("#define KF_SHAPE_KEY")));
 }
 
 TEST(SynthesizerTest, VectorsMustTileTheirRun) {

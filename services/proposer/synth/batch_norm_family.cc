@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
@@ -23,6 +24,7 @@ struct BatchNormProblem {
   v1::DType dtype[4] = {v1::FLOAT32, v1::FLOAT32, v1::FLOAT32, v1::FLOAT32};
   double eps = 1e-5;
   int64_t numel = 0, channels = 1, plane = 1;  // captured, for the prior
+  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey), which its fast path tests
 };
 
 constexpr char kEngine[] = R"(
@@ -135,32 +137,52 @@ __device__ __forceinline__ void kf_norm(const KfArgs& args, const KfPlanes<I, CA
   }
 }
 
-template <int V, int SPAN, typename I, bool CAPTURED>
+// EXACT: the captured call on a one-shot grid that tiles it (KF_CAPTURED_EXACT), whose every
+// vector is in range: no loop, no bounds tests, no tail, and n a constant.
+template <int V, int SPAN, typename I, bool CAPTURED, bool EXACT>
 __device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAPTURED>& p,
                                        I n) {
   const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
   TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
   const I nv = n / V;
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
-  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
+  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; EXACT || base < nv;
+       base += step) {
     float v[KF_ILP][V];
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
-      if (k < nv) kf_load<V>(x + k * V, v[j]);
+      if (EXACT || k < nv) kf_load<V>(x + k * V, v[j]);
+    }
+    // A vector in one plane: every vector's channel parameters loaded before any store (the
+    // compiler may not move a load above a store that could alias it), so their latencies
+    // overlap instead of queueing one vector's behind the previous one's store.
+    KfChannel ch[KF_ILP];
+    if (SPAN == KF_SPAN_ONE) {
+#pragma unroll
+      for (int j = 0; j < KF_ILP; ++j) {
+        const I k = base + (I)j * KF_THREADS;
+        if (EXACT || k < nv) ch[j] = kf_channel(args, p.channel(p.plane(k * V)));
+      }
     }
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
-      if (k < nv) {
+      if (EXACT || k < nv) {
         float o[V];
-        kf_norm<V, SPAN>(args, p, k * V, v[j], o);
+        if (SPAN == KF_SPAN_ONE) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) o[i] = (v[j][i] - ch[j].mean) * ch[j].scale + ch[j].shift;
+        } else {
+          kf_norm<V, SPAN>(args, p, k * V, v[j], o);
+        }
         kf_store<V>(y + k * V, o);
       }
     }
+    if (EXACT) break;
   }
   // The elements past the last whole vector.
-  if (V > 1 && blockIdx.x == 0) {
+  if (!EXACT && V > 1 && blockIdx.x == 0) {
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float v[1] = {kf_to_float(x[e])}, o[1];
       kf_norm<1, KF_SPAN_ONE>(args, p, e, v, o);
@@ -169,16 +191,16 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAP
   }
 }
 
-template <typename I, bool CAPTURED>
+template <typename I, bool CAPTURED, bool EXACT = false>
 __device__ __forceinline__ void kf_flat(const KfArgs& args, kf_i64 channels, kf_i64 hw) {
   const KfPlanes<I, CAPTURED> p(hw, channels);
   const I n = (I)args.inputs[0].numel;
   if (KF_VEC == 1 || hw % KF_VEC == 0) {
-    kf_run<KF_VEC, KF_SPAN_ONE>(args, p, n);
+    kf_run<KF_VEC, KF_SPAN_ONE, I, CAPTURED, EXACT>(args, p, EXACT ? (I)KF_CAPTURED_NUMEL : n);
   } else if (hw >= KF_VEC) {
-    kf_run<KF_VEC, KF_SPAN_TWO>(args, p, n);
+    kf_run<KF_VEC, KF_SPAN_TWO, I, CAPTURED, false>(args, p, n);
   } else {
-    kf_run<KF_VEC, KF_SPAN_EACH>(args, p, n);
+    kf_run<KF_VEC, KF_SPAN_EACH, I, CAPTURED, false>(args, p, n);
   }
 }
 #endif
@@ -191,8 +213,16 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_batch_norm(KfArgs ar
   // No per-element path: the plan requires KF_VEC to divide H*W, and aligned pointers.
   kf_run<KF_VEC>(args, planes, channels, planes > 0 ? x.numel / planes : 0);
 #else
-  // Aligned pointers (the plan requires them); any H*W. The captured shape is recognized
-  // without the 64-bit division H*W takes otherwise: every thread would pay it up front.
+  // Aligned pointers (the plan requires them); any H*W. The captured call is recognized by its
+  // shape key (the launcher's digest of every tensor's sizes and strides: one 64-bit compare);
+  // another call of its C and H*W by those, without the 64-bit division H*W takes otherwise:
+  // every thread would pay it up front.
+#if KF_CAPTURED_NARROW
+  if (args.shape_key == KF_SHAPE_KEY) {
+    kf_flat<int, true, KF_CAPTURED_EXACT>(args, KF_C, KF_HW);
+    return;
+  }
+#endif
   const bool narrow = x.numel < 0x7fffffffll;
   if (narrow && channels == KF_C && planes * KF_HW == x.numel) {
     kf_flat<int, true>(args, channels, KF_HW);
@@ -297,10 +327,19 @@ class BatchNormGenerator : public KernelGenerator {
                     "\n#define KF_WEIGHT ", p_.index[0], "\n#define KF_BIAS ", p_.index[1],
                     "\n#define KF_MEAN ", p_.index[2], "\n#define KF_VAR ", p_.index[3],
                     "\n#define KF_EPS ", FloatLiteral(p_.eps), "\n");
-    if (!plane) {  // the captured call's plane and channel count: its divisions by constants
+    if (!plane) {
+      // The captured call: its plane and channel count (divisions by constants), its shape
+      // key, and whether a one-shot grid tiles it exactly (an element count of 32 bits only).
+      const bool narrow = p_.numel < 0x7fffffffll;
+      const bool exact = c.Get("grid") == "oneshot" && p_.numel > 0 &&
+                         p_.numel % (int64_t{threads} * vec * ilp) == 0 && p_.plane % vec == 0;
       absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_HW ",
                       std::max<int64_t>(1, p_.plane), "u\n#define KF_C ",
-                      std::max<int64_t>(1, p_.channels), "u\n", kCapturedShapeEnd, "\n");
+                      std::max<int64_t>(1, p_.channels), "u\n#define KF_CAPTURED_NARROW ",
+                      narrow ? 1 : 0, "\n#define KF_SHAPE_KEY ",
+                      absl::StrFormat("0x%016xull", p_.shape_key), "\n#define KF_CAPTURED_EXACT ",
+                      exact ? "true" : "false", "\n#define KF_CAPTURED_NUMEL ", p_.numel, "\n",
+                      kCapturedShapeEnd, "\n");
       src += FastDivideSource();
     }
     src += kEngine;
@@ -391,6 +430,7 @@ class BatchNormFamily : public Family {
       p.dtype[i] = args.input(*index).dtype();
     }
     KF_ASSIGN_OR_RETURN(p.eps, args.Float("eps", 7));
+    p.shape_key = CapturedShapeKey(target);
     return std::unique_ptr<KernelGenerator>(std::make_unique<BatchNormGenerator>(p, gpu));
   }
 };
