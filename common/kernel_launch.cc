@@ -86,9 +86,15 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
   return absl::OkStatus();
 }
 
+void SetLauncherFields(KfArgs* args) {
+  args->shape_key = KfShapeKey(*args);
+  for (int i = 0; i < KF_MAX_INPUTS; ++i) args->data[i] = args->inputs[i].data;
+  for (int i = 0; i < KF_MAX_OUTPUTS; ++i) args->data[KF_MAX_INPUTS + i] = args->outputs[i].data;
+}
+
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                            const KernelFunctions& functions, CUstream stream, KfArgs* args) {
-  args->shape_key = KfShapeKey(*args);
+  SetLauncherFields(args);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const ResolvedLaunch& launch = plan.launches[i];
     auto it = functions.find(launch.entry);

@@ -38,8 +38,11 @@ absl::StatusOr<KernelFunctions> GetKernelFunctions(const CudaDriver& driver, CUm
 absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan& plan,
                                     const KernelFunctions& functions, int64_t shared_limit);
 
+// Sets the fields of `args` the launcher derives from its tensors: shape_key and data.
+void SetLauncherFields(KfArgs* args);
+
 // Launches every launch of `plan` in order on `stream` with `args` as the one kernel
-// parameter, its shape_key set. No synchronization and no host copies, so it can be captured
+// parameter, its launcher fields set. No synchronization and no host copies, so it can be captured
 // into a CUDA graph. An error names the launch, its configuration and the driver's reason.
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                            const KernelFunctions& functions, CUstream stream, KfArgs* args);

@@ -53,6 +53,11 @@ typedef struct KfArgs {
   // outputs' ranks, sizes and strides, so a kernel specialized for one call's shapes tells that
   // call from others with one compare.
   unsigned long long shape_key;
+  // Set by the launcher: the inputs' data pointers, then the outputs' (data[KF_MAX_INPUTS + i]),
+  // the same as inputs[i].data and outputs[i].data. Beside the key, so that a fast path finds
+  // all it reads in one or two constant-cache lines instead of one line per tensor across the
+  // block's 2 KB: ResNet-50 b1's batch norms ran 2-3% faster (launch-bound, a few µs).
+  void* data[KF_MAX_INPUTS + KF_MAX_OUTPUTS];
 } KfArgs;
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)

@@ -22,6 +22,20 @@ constexpr std::pair<int, const char*> kDtypes[] = {
     {KF_INT16, "int16"},     {KF_INT8, "int8"},       {KF_UINT8, "uint8"},
     {KF_BOOL, "bool"}};
 
+bool ReadableFormat(const std::string& format) {
+  if (format == kBundleFormat) return true;
+  for (const char* older : kOlderBundleFormats) {
+    if (format == older) return true;
+  }
+  return false;
+}
+
+std::string ReadableFormats() {
+  std::vector<std::string> formats(std::begin(kOlderBundleFormats), std::end(kOlderBundleFormats));
+  formats.push_back(kBundleFormat);
+  return absl::StrJoin(formats, ", ");
+}
+
 json FileJson(const BundleFile& f) { return {{"path", f.path}, {"sha256", f.sha256}}; }
 
 json KernelJson(const BundleKernel& k) {
@@ -281,10 +295,10 @@ absl::StatusOr<BundleManifest> ParseManifest(std::string_view text, const std::s
                          r.Get(j, "", "model_sha256", &m.model_sha256)}) {
     if (!s.ok()) return s;
   }
-  if (m.format != kBundleFormat && m.format != kBundleFormatV1) {
+  if (!ReadableFormat(m.format)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": format '", m.format, "' is not ", kBundleFormat,
-                     "; this runtime reads ", kBundleFormatV1, " and ", kBundleFormat,
+                     "; this runtime reads ", ReadableFormats(),
                      " bundles only (export the model again with this kforge)"));
   }
   absl::StatusOr<const json*> kernels = r.Field(j, "", "kernels", json::value_t::array);
@@ -305,8 +319,8 @@ absl::Status ValidateManifest(const BundleManifest& m, const std::string& where)
   auto error = [&](const std::string& path, const std::string& problem) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", path, ": ", problem));
   };
-  if (m.format != kBundleFormat && m.format != kBundleFormatV1) {
-    return error("format", absl::StrCat("must be ", kBundleFormat, " or ", kBundleFormatV1));
+  if (!ReadableFormat(m.format)) {
+    return error("format", absl::StrCat("must be one of ", ReadableFormats()));
   }
   std::set<std::string> ids;
   auto check_file = [&](const BundleFile& f, const std::string& path) -> absl::Status {

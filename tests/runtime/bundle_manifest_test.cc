@@ -118,13 +118,16 @@ TEST(BundleManifestTest, RefusesWhatTheRuntimeCannotUseNamingTheField) {
 
   EXPECT_THAT(ParseManifest("[1]", "m.json").status().message(), HasSubstr("not a JSON object"));
   std::string text = ManifestToJson(SampleManifest());
-  text.replace(text.find("kforge-bundle/2"), 15, "kforge-bundle/9");
+  text.replace(text.find("kforge-bundle/3"), 15, "kforge-bundle/9");
   EXPECT_THAT(ParseManifest(text, "m.json").status().message(),
-              HasSubstr("format 'kforge-bundle/9' is not kforge-bundle/2"));
-  // A bundle of the first format still loads: its kernels read a prefix of today's KfArgs.
-  text = ManifestToJson(SampleManifest());
-  text.replace(text.find("kforge-bundle/2"), 15, "kforge-bundle/1");
-  EXPECT_TRUE(ParseManifest(text, "m.json").ok());
+              HasSubstr("format 'kforge-bundle/9' is not kforge-bundle/3; this runtime reads "
+                        "kforge-bundle/1, kforge-bundle/2, kforge-bundle/3 bundles only"));
+  // Bundles of older formats still load: their kernels read a prefix of today's KfArgs.
+  for (const char* older : {"kforge-bundle/1", "kforge-bundle/2"}) {
+    text = ManifestToJson(SampleManifest());
+    text.replace(text.find("kforge-bundle/3"), 15, older);
+    EXPECT_TRUE(ParseManifest(text, "m.json").ok()) << older;
+  }
   text = ManifestToJson(SampleManifest());
   text.replace(text.find("\"scalar_args\""), 13, "\"scalar_argz\"");
   EXPECT_THAT(ParseManifest(text, "m.json").status().message(),

@@ -33,14 +33,14 @@ struct KfChannel { float mean; float scale; float shift; };
 // The channel's affine transform in the (x - mean) * scale + shift form eager uses.
 __device__ __forceinline__ KfChannel kf_channel(const KfArgs& args, kf_i64 c) {
   KfChannel ch;
-  ch.mean = kf_to_float(reinterpret_cast<const TM*>(args.inputs[KF_MEAN].data)[c]);
-  const float var = kf_to_float(reinterpret_cast<const TV*>(args.inputs[KF_VAR].data)[c]);
+  ch.mean = kf_to_float(reinterpret_cast<const TM*>(args.data[KF_MEAN])[c]);
+  const float var = kf_to_float(reinterpret_cast<const TV*>(args.data[KF_VAR])[c]);
   ch.scale = rsqrtf(var + KF_EPS);
 #if KF_WEIGHT >= 0
-  ch.scale *= kf_to_float(reinterpret_cast<const TW*>(args.inputs[KF_WEIGHT].data)[c]);
+  ch.scale *= kf_to_float(reinterpret_cast<const TW*>(args.data[KF_WEIGHT])[c]);
 #endif
 #if KF_BIAS >= 0
-  ch.shift = kf_to_float(reinterpret_cast<const TB*>(args.inputs[KF_BIAS].data)[c]);
+  ch.shift = kf_to_float(reinterpret_cast<const TB*>(args.data[KF_BIAS])[c]);
 #else
   ch.shift = 0.f;
 #endif
@@ -52,8 +52,8 @@ __device__ __forceinline__ KfChannel kf_channel(const KfArgs& args, kf_i64 c) {
 template <int V>
 __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64 channels,
                                        kf_i64 hw) {
-  const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
-  TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
+  const TI* x = reinterpret_cast<const TI*>(args.data[0]);
+  TO* y = reinterpret_cast<TO*>(args.data[KF_MAX_INPUTS]);
   const kf_i64 nv = hw / V;
   for (kf_i64 plane = blockIdx.x; plane < planes; plane += gridDim.x) {
     const KfChannel ch = kf_channel(args, plane % channels);
@@ -142,8 +142,8 @@ __device__ __forceinline__ void kf_norm(const KfArgs& args, const KfPlanes<I, CA
 template <int V, int SPAN, typename I, bool CAPTURED, bool EXACT>
 __device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAPTURED>& p,
                                        I n) {
-  const TI* x = reinterpret_cast<const TI*>(args.inputs[0].data);
-  TO* y = reinterpret_cast<TO*>(args.outputs[0].data);
+  const TI* x = reinterpret_cast<const TI*>(args.data[0]);
+  TO* y = reinterpret_cast<TO*>(args.data[KF_MAX_INPUTS]);
   const I nv = n / V;
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; EXACT || base < nv;
