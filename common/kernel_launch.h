@@ -42,8 +42,9 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
 void SetLauncherFields(KfArgs* args);
 
 // Launches every launch of `plan` in order on `stream` with `args` as the one kernel
-// parameter, its launcher fields set. No synchronization and no host copies, so it can be captured
-// into a CUDA graph. An error names the launch, its configuration and the driver's reason.
+// parameter, its launcher fields set. No synchronization and no host copies, so it can be
+// captured into a CUDA graph. An error names the launch, its configuration and the driver's
+// reason.
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                            const KernelFunctions& functions, CUstream stream, KfArgs* args);
 
