@@ -8,9 +8,7 @@ set -uo pipefail
 ROOT=$1
 RAW=$ROOT/docs/benchmarks/2026-12-02-exact-tiling
 COMPARE="python3 $ROOT/tools/bench/compare_sweeps.py"
-fail() { echo "FAIL: $*"; exit 1; }
-DIR=$(mktemp -d)
-trap 'rm -rf "$DIR"' EXIT
+source "$(dirname "$0")/test_lib.sh"
 mkdir -p "$DIR/call1" "$DIR/call5"
 tar xzf "$RAW/call1-sweep-details.tgz" -C "$DIR/call1" || fail "cannot unpack call 1's details"
 tar xzf "$RAW/call5-sweep-details.tgz" -C "$DIR/call5" || fail "cannot unpack call 5's details"

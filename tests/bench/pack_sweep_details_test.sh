@@ -8,9 +8,7 @@ set -uo pipefail
 SWEEP=$1
 ROOT=$2
 PACK=$ROOT/tools/bench/pack_sweep_details.sh
-fail() { echo "FAIL: $*"; exit 1; }
-DIR=$(mktemp -d)
-trap 'rm -rf "$DIR"' EXIT
+source "$(dirname "$0")/test_lib.sh"
 D=$DIR/details
 mkdir -p "$D" "$DIR/unpacked"
 H=$'config\tkernel\tcompile\tquick_verdict\tquick_us\treps\tpruned\tmax_normalized'

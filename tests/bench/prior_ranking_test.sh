@@ -8,9 +8,7 @@ set -uo pipefail
 SWEEP=$1
 ROOT=$2
 DETAILS=$ROOT/docs/benchmarks/2026-12-01-sweep-details
-fail() { echo "FAIL: $*"; exit 1; }
-DIR=$(mktemp -d)
-trap 'rm -rf "$DIR"' EXIT
+source "$(dirname "$0")/test_lib.sh"
 rows=$(cd "$DETAILS" && ls *.tsv | sed 's/\.tsv$//' | paste -sd, -)
 "$SWEEP" --rows "$rows" --compile-only --priors "$DIR/priors.tsv" >"$DIR/log" 2>&1 ||
   fail "--priors failed: $(tail -5 "$DIR/log")"

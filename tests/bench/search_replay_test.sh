@@ -7,12 +7,8 @@
 set -uo pipefail
 BENCH=$1
 ROOT=$2
-fail() { echo "FAIL: $*"; exit 1; }
-DIR=$(mktemp -d)
-trap 'rm -rf "$DIR"' EXIT
-tar xzf "$ROOT/docs/benchmarks/2026-12-01-exhaustive-sweep/synth-sweep-details.tgz" -C "$DIR" ||
-  fail "cannot unpack the committed sweep"
-D=$DIR/synth-sweep-details
+source "$(dirname "$0")/test_lib.sh"
+unpack_details "$ROOT/docs/benchmarks/2026-12-01-exhaustive-sweep/synth-sweep-details.tgz"
 run() { "$BENCH" --replay "$D" --rows avgpool-r50 --evaluations 20 --seeds 2 2>"$DIR/log"; }
 one=$(run) || fail "--replay failed: $(tail -5 "$DIR/log")"
 two=$(run) || fail "--replay failed the second time"

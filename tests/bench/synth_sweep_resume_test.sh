@@ -9,9 +9,7 @@ set -uo pipefail
 SWEEP=$1
 ROOT=$2
 ROW=avgpool-r50
-fail() { echo "FAIL: $*"; exit 1; }
-DIR=$(mktemp -d)
-trap 'rm -rf "$DIR"' EXIT
+source "$(dirname "$0")/test_lib.sh"
 tar xzf "$ROOT/docs/benchmarks/2026-12-01-exhaustive-sweep/synth-sweep-details.tgz" -C "$DIR" \
   "synth-sweep-details/$ROW.tsv" || fail "cannot unpack $ROW.tsv from the committed sweep"
 D=$DIR/synth-sweep-details

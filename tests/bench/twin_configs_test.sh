@@ -6,12 +6,8 @@
 set -uo pipefail
 ROOT=$1
 TWINS="python3 $ROOT/tools/bench/twin_configs.py"
-fail() { echo "FAIL: $*"; exit 1; }
-DIR=$(mktemp -d)
-trap 'rm -rf "$DIR"' EXIT
-tar xzf "$ROOT/docs/benchmarks/2026-12-02-exact-tiling/call3-sweep-details.tgz" -C "$DIR" ||
-  fail "cannot unpack call 3's details"
-D=$DIR/synth-sweep-details
+source "$(dirname "$0")/test_lib.sh"
+unpack_details "$ROOT/docs/benchmarks/2026-12-02-exact-tiling/call3-sweep-details.tgz"
 base="row_threads=128;rows_per_block=2;vec=4;algo=welford;cache=none;reg_cache=8;split=64"
 out=$($TWINS "$D" gn-vae-256x256-fp32 split_mode=sync,sync_keep --top 1 --where cache=none) ||
   fail "twins: $out"
