@@ -331,8 +331,9 @@ class BatchNormGenerator : public KernelGenerator {
       // The captured call: its plane and channel count (divisions by constants), its shape
       // key, and whether a one-shot grid tiles it exactly (an element count of 32 bits only).
       const bool narrow = p_.numel < 0x7fffffffll;
-      const bool exact = c.Get("grid") == "oneshot" && p_.numel > 0 &&
-                         p_.numel % (int64_t{threads} * vec * ilp) == 0 && p_.plane % vec == 0;
+      const bool exact = p_.plane % vec == 0 &&
+                         OneShotTilesExactly(c.Get("grid") == "stride", p_.numel,
+                                             int64_t{threads} * vec * ilp);
       absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_HW ",
                       std::max<int64_t>(1, p_.plane), "u\n#define KF_C ",
                       std::max<int64_t>(1, p_.channels), "u\n#define KF_CAPTURED_NARROW ",

@@ -55,7 +55,6 @@ double AccessWidthPenalty(int bytes_per_access);
 
 // Resident blocks per SM; 0 when the launch cannot run at all.
 int BlocksPerSm(const GpuModel& gpu, int threads, int64_t shared_bytes, int registers);
-
 double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost);
 double EstimateSeconds(const GpuModel& gpu, const std::vector<LaunchCost>& launches);
 

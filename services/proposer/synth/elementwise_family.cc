@@ -599,8 +599,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
   // A one-shot grid of the captured call's vector path whose blocks tile it exactly.
   bool CapturedExact(const Config& c, const KfSetup& path) const {
     const int64_t per_block = int64_t{c.GetInt("threads")} * c.GetInt("vec") * c.GetInt("ilp");
-    return c.Get("grid") == "oneshot" && path.path == KF_PATH_VEC && p_.numel > 0 &&
-           p_.numel % per_block == 0;
+    return path.path == KF_PATH_VEC &&
+           OneShotTilesExactly(c.Get("grid") == "stride", p_.numel, per_block);
   }
 
   // The widest element a vector loads or stores.

@@ -136,6 +136,10 @@ std::string FlatGrid(PlanSpec& plan, int64_t per_block, bool stride, int blocks_
   return "GRID";
 }
 
+bool OneShotTilesExactly(bool stride, int64_t numel, int64_t per_block) {
+  return !stride && numel > 0 && per_block > 0 && numel % per_block == 0;
+}
+
 std::string WithMinBlocksPerSm(std::string source, int min_blocks) {
   if (min_blocks == 0) return source;
   return absl::StrReplaceAll(source, {{"__launch_bounds__(KF_THREADS)",

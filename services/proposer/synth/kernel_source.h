@@ -62,6 +62,11 @@ struct PlanSpec {
 // `plan` and returns the grid's expression.
 std::string FlatGrid(PlanSpec& plan, int64_t per_block, bool stride, int blocks_per_sm);
 
+// Whether a one-shot (not stride) grid of `per_block` elements a block covers `numel` elements
+// in whole blocks: then a captured path may drop its loop, bounds tests and tail
+// (KF_CAPTURED_EXACT).
+bool OneShotTilesExactly(bool stride, int64_t numel, int64_t per_block);
+
 // `source` with its entries' __launch_bounds__(KF_THREADS) asking for `min_blocks` resident
 // blocks per SM (OccupancyMinBlocks); unchanged for 0.
 std::string WithMinBlocksPerSm(std::string source, int min_blocks);
