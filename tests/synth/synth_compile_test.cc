@@ -196,6 +196,9 @@ TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
        "split_mode=sync;unroll=1;fast_math=1;grid=oneshot"},
       {"sum_last",
        "row_threads=64;rows_per_block=1;vec=2;split=4;split_mode=sync;unroll=2;grid=oneshot"},
+      {"group_norm_affine",
+       "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+       "split_mode=sync_keep;unroll=4;grid=oneshot"},
   };
   for (const auto& [name, config] : cases) {
     std::string plan_json;
@@ -203,6 +206,10 @@ TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
         CompileSampleConfig(*compiler_, name, v1::FLOAT32, config, &plan_json);
     ASSERT_EQ(result.status(), v1::COMPILE_OK) << name << "\n" << result.log().substr(0, 4000);
     EXPECT_NE(result.ptx().find("ld.acquire.gpu"), std::string::npos) << name;
+    // sync_keep: the chunks' loads and the output's stores carry L2 eviction policies.
+    const bool keep = absl::StrContains(config, "sync_keep");
+    EXPECT_EQ(absl::StrContains(result.ptx(), "createpolicy.fractional.L2::evict_last"), keep);
+    EXPECT_EQ(absl::StrContains(result.ptx(), "st.global.L2::cache_hint"), keep);
     auto plan = LaunchPlan::Parse(plan_json);
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_EQ(plan->launches().size(), 2u) << name;

@@ -167,6 +167,7 @@ TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
 // for each other, with the scratch that holds their arrival counters poisoned before every run.
 TEST_F(SynthGpuTest, SyncSplitsPassFullValidation) {
   EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "sync"), 20);
+  EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "sync_keep"), 10);
 }
 
 // Broadcast inputs loaded once for several output rows (reuse > 1): the held-out shapes also

@@ -847,7 +847,10 @@ TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
       "launch 1 (kf_rows_sync, grid 264x1x1) was refused: too many blocks in cooperative "
       "launch (a cooperative launch's blocks must all fit on the GPU at once)");
   ASSERT_GE(r.children.size(), 1u);
-  for (const Config& child : r.children) EXPECT_NE(child.Get("split_mode"), "sync");
+  for (const Config& child : r.children) {
+    EXPECT_NE(child.Get("split_mode"), "sync");
+    EXPECT_NE(child.Get("split_mode"), "sync_keep");
+  }
 }
 
 TEST(SynthesizerTest, NeighbourMovesStayInTheSpaceForEverySampledConfig) {

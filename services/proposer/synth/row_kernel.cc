@@ -16,6 +16,122 @@ namespace {
 
 // The engine: geometry, op hooks (kf_identity/kf_add/kf_merge/kf_finish/kf_out/kf_write_row)
 // and KfStat come from the op snippet emitted before it.
+// split_mode sync_keep: L2 eviction priorities for a sync split that re-reads its chunks from
+// L2. Its first read marks the lines evict_last, the re-read and the output's stores
+// evict_first, so that the stores stream through L2 without evicting chunks still to be
+// re-read. Generated only for such configs (every other config's source stays as it was): the
+// helpers below, and the engine's three accesses rewritten by L2KeepAccesses. Plain accesses
+// before sm_80, which has no cache hints.
+constexpr char kL2KeepHelpers[] = R"(
+__device__ __forceinline__ unsigned long long kf_l2_policy(bool keep) {
+  unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+  if (keep) {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  }
+#endif
+  return policy;
+}
+
+// One access of 2, 4, 8 or 16 bytes with an L2 policy; wider vectors as 16-byte pieces.
+template <typename T, int V>
+__device__ __forceinline__ KfVec<T, V> kf_load_l2(const T* p, unsigned long long policy) {
+  KfVec<T, V> v;
+  constexpr int kBytes = (int)sizeof(T) * V;
+#if __CUDA_ARCH__ >= 800
+  unsigned* w = reinterpret_cast<unsigned*>(&v);
+  const char* a = reinterpret_cast<const char*>(p);
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < kBytes / 16; ++q) {
+      asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(w[4 * q]), "=r"(w[4 * q + 1]), "=r"(w[4 * q + 2]), "=r"(w[4 * q + 3])
+          : "l"(a + 16 * q), "l"(policy));
+    }
+  } else if constexpr (kBytes == 8) {
+    asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+        : "=r"(w[0]), "=r"(w[1]) : "l"(a), "l"(policy));
+  } else if constexpr (kBytes == 4) {
+    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(a), "l"(policy));
+  } else {
+    unsigned short h;
+    asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(h) : "l"(a), "l"(policy));
+    *reinterpret_cast<unsigned short*>(&v) = h;
+  }
+#else
+  v = *reinterpret_cast<const KfVec<T, V>*>(p);
+#endif
+  return v;
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void kf_store_l2(T* p, const KfVec<T, V>& v,
+                                            unsigned long long policy) {
+  constexpr int kBytes = (int)sizeof(T) * V;
+#if __CUDA_ARCH__ >= 800
+  const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+  char* a = reinterpret_cast<char*>(p);
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < kBytes / 16; ++q) {
+      asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                   :: "l"(a + 16 * q), "r"(w[4 * q]), "r"(w[4 * q + 1]), "r"(w[4 * q + 2]),
+                      "r"(w[4 * q + 3]), "l"(policy) : "memory");
+    }
+  } else if constexpr (kBytes == 8) {
+    asm volatile("st.global.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;"
+                 :: "l"(a), "r"(w[0]), "r"(w[1]), "l"(policy) : "memory");
+  } else if constexpr (kBytes == 4) {
+    asm volatile("st.global.L2::cache_hint.u32 [%0], %1, %2;"
+                 :: "l"(a), "r"(w[0]), "l"(policy) : "memory");
+  } else {
+    asm volatile("st.global.L2::cache_hint.u16 [%0], %1, %2;"
+                 :: "l"(a), "h"(*reinterpret_cast<const unsigned short*>(&v)), "l"(policy)
+                 : "memory");
+  }
+#else
+  *reinterpret_cast<KfVec<T, V>*>(p) = v;
+#endif
+}
+)";
+
+// The engine's accesses sync_keep rewrites: (plain, with its L2 policy).
+constexpr std::pair<const char*, const char*> kL2KeepAccesses[] = {
+    // the first read (kf_sync_read)
+    {"  kf_for_each<V>(xr, it.c0, it.c1, lane, false, [&](kf_i64 c, int, const KfVec<TI, V>& raw) {",
+     "  const unsigned long long keep = kf_l2_policy(true);\n"
+     "  kf_for_each_read<V, KfVec<TI, V>>(it.c0, it.c1, lane, false,\n"
+     "      [&](kf_i64 c, int, KfVec<TI, V>& raw) { raw = kf_load_l2<TI, V>(xr + c, keep); },\n"
+     "      [&](kf_i64 c, int, const KfVec<TI, V>& raw) {"},
+    // the re-read (kf_sync_write)
+    {"      kf_load<V>(xr + c, v);",
+     "      const KfVec<TI, V> raw = kf_load_l2<TI, V>(xr + c, kf_l2_policy(false));\n"
+     "#pragma unroll\n"
+     "      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);"},
+    // the output's stores (kf_write_chunk)
+    {"        kf_store<V>(yr + c, o);",
+     "        KfVec<TO, V> packed;\n"
+     "#pragma unroll\n"
+     "        for (int i = 0; i < V; ++i) packed.v[i] = kf_from_float<TO>(o[i]);\n"
+     "        kf_store_l2<TO, V>(yr + c, packed, kf_l2_policy(false));"},
+};
+
+// `engine` with kL2KeepAccesses applied; each plain access must occur exactly once.
+std::string L2KeepAccesses(std::string engine) {
+  for (const auto& [plain, kept] : kL2KeepAccesses) {
+    const size_t at = engine.find(plain);
+    if (at == std::string::npos || engine.find(plain, at + 1) != std::string::npos) {
+      // A changed engine: fail loudly in every test that generates a sync_keep config.
+      return absl::StrCat("#error \"sync_keep: the engine no longer has one '", plain, "'\"\n",
+                          engine);
+    }
+    engine.replace(at, std::string_view(plain).size(), kept);
+  }
+  return engine;
+}
+
 constexpr char kRowEngine[] = R"(
 // Exchanges a KfStat between lanes word by word.
 __device__ __forceinline__ KfStat kf_shfl_xor(const KfStat& s, int mask) {
@@ -958,10 +1074,11 @@ class RowKernelGenerator : public KernelGenerator {
     // the best group norm at 38% of the floor); clusters stop at 16.
     params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64", "128", "256"},
                       "blocks that share one row"});
-    params.push_back({"split_mode", {"scratch", "cluster", "sync"},
+    params.push_back({"split_mode", {"scratch", "cluster", "sync", "sync_keep"},
                       "combine a split row through scratch (two launches), through the "
                       "distributed shared memory of a thread-block cluster, or through "
-                      "scratch in one cooperative launch whose blocks keep their chunks"});
+                      "scratch in one cooperative launch whose blocks keep their chunks "
+                      "(sync_keep: in L2, by eviction priorities)"});
     params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
     if (UsesExp(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
@@ -1037,6 +1154,10 @@ class RowKernelGenerator : public KernelGenerator {
     if (cluster && split > 16) return "clusters of more than 16 blocks";
     if (split > 1 && c.Get("split_mode") != "cluster" && TwoPass(c)) {
       return "a row split through scratch needs one-pass statistics";
+    }
+    if (L2Keep(c) && (per_row_ || c.Get("cache") != "none")) {
+      return "sync_keep keeps the chunks a sync split re-reads in L2: cache none, and an op "
+             "with an output pass";
     }
     if (Sync(c) && !per_row_ && c.Get("cache") == "regs") {
       return "a sync split holds two chunks per block (one read, one written): shared memory or "
@@ -1463,8 +1584,13 @@ class RowKernelGenerator : public KernelGenerator {
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
     src += OpCode(p_, two_pass);
-    src += kRowEngine;
-    src += scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
+    if (L2Keep(c)) {
+      src += kL2KeepHelpers;
+      src += L2KeepAccesses(absl::StrCat(kRowEngine, kSyncEntries));
+    } else {
+      src += kRowEngine;
+      src += scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
+    }
 
     PlanSpec plan;
     if (p_.op == RowOp::kGroupNorm) {
@@ -1540,9 +1666,12 @@ class RowKernelGenerator : public KernelGenerator {
     return AccessWidthPenalty(bytes) * (bytes < 16 ? 1.04 : 1.0);
   }
 
+  // A cooperative split: sync, or sync_keep (L2 eviction priorities on its re-read chunks).
   bool Sync(const Config& c) const {
-    return c.GetInt("split") > 1 && c.Get("split_mode") == "sync";
+    return c.GetInt("split") > 1 &&
+           (c.Get("split_mode") == "sync" || c.Get("split_mode") == "sync_keep");
   }
+  bool L2Keep(const Config& c) const { return Sync(c) && c.Get("split_mode") == "sync_keep"; }
 
   int Registers(const Config& c) const {
     int regs = 40 + 2 * c.GetInt("vec") * c.GetInt("unroll") + (TwoPass(c) ? 4 : 0);

@@ -140,7 +140,7 @@ class Proposal {
   std::optional<Config> Admit(Config c, const Feedback& fb) const {
     if (fb.no_fast_math && c.GetInt("fast_math") == 1) c.Set("fast_math", "0");
     if ((fb.no_cluster && UsesSplitMode(c, "cluster")) ||
-        (fb.no_sync && UsesSplitMode(c, "sync"))) {
+        (fb.no_sync && (UsesSplitMode(c, "sync") || UsesSplitMode(c, "sync_keep")))) {
       c.Set("split_mode", "scratch");
     }
     c = generator_.Canonicalize(c);
