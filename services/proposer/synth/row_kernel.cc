@@ -1445,7 +1445,9 @@ class RowKernelGenerator : public KernelGenerator {
 
   // Few long rows in one cooperative launch: each row split into the fewest chunks that fill
   // the GPU and fit a block's share of shared memory (then the output pass reads nothing from
-  // DRAM), and the same split re-reading its chunks from L2.
+  // DRAM), and the same split re-reading its chunks from L2 under eviction priorities
+  // (sync_keep: faster than plain sync in 77 of 80 config pairs on the SD VAE's group norms,
+  // docs/benchmarks/2026-12-02-h200-sync-keep.md).
   std::vector<Config> SyncSeeds(int max_vec) const {
     std::vector<Config> seeds;
     for (int rt : {256, 512}) {
@@ -1469,6 +1471,7 @@ class RowKernelGenerator : public KernelGenerator {
       seeds.push_back(c);
       if (!per_row_) {
         c.Set("cache", "none");
+        c.Set("split_mode", "sync_keep");
         seeds.push_back(c);
       }
     }
