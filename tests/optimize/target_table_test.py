@@ -99,6 +99,19 @@ def main():
         r = run([py, times_py, "--rows-json", "random.json", "--check"], tmp)
         expect(r.stdout.count("(random inputs)") == 3, "--check runs every random row", r.stdout)
 
+        # --profile (for ncu): every function called once per row in a profiler range; on a
+        # machine without a GPU, one clear error.
+        gpu = torch.cuda.is_available()
+        r = run([py, times_py, "--rows-json", "rows.json", "--profile", "--modes", "default"], tmp,
+                0 if gpu else 1)
+        if gpu:
+            for tid in ids:
+                expect(f"profiled {tid}/compiled/default" in r.stdout
+                       and f"profiled {tid}/eager" in r.stdout, f"{tid[:12]} profiled", r.stdout)
+        else:
+            expect("--profile runs the rows on a CUDA GPU and this machine has none" in r.stderr,
+                   "--profile without a GPU", r.stderr)
+
         # Bad rows: a missing inputs file, a wrong captured shape, an argument not in the schema.
         bad = json.loads(json.dumps(rows))
         bad[0]["inputs_file"] = os.path.join(tmp, "gone.pt")

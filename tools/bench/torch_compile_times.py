@@ -45,13 +45,20 @@ which is what the replays measure. They go to "graph_eager_s", "graph_compiled_s
 and "graph_kforge_s": {MODE: s}; a function that cannot be captured leaves a note instead.
 
   torch_compile_times.py --rows-json ROWS --out TIMES [--rows ID,...] [--modes M,...]
-                         [--time-budget-s S] [--batch-reps N] [--check]
+                         [--time-budget-s S] [--batch-reps N] [--check | --profile]
                          [--kforge-bundle DIR --kforge-lib LIB]
 
 --check needs no GPU: it builds every row's call on the meta device and runs it there (rows
 with captured inputs load them and check their shapes and dtypes first), which proves the rows
 file and the argument mapping without timing anything; with --kforge-bundle it also names
 each row's kernel and calls it once on the CPU, where the runtime must fall back (cpu_tensor).
+
+--profile times nothing: it is for Nsight Compute (`ncu --profile-from-start off --nvtx`, as
+tools/gpu-steps/profile.sh runs it), to see what torch.compile's kernels do that kforge's do not.
+Per row and mode every function (eager and the bundle's kernel in the first mode only) is
+compiled and warmed up outside the profiler's range (torch.compile's autotuning benchmarks stay
+out of it), then called once inside a cudaProfilerStart/Stop range under an NVTX range named
+ROW/FUNCTION[/MODE].
 """
 
 import argparse
@@ -91,6 +98,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--check", action="store_true",
                    help="build and run every row on the meta device (no GPU) and exit")
+    p.add_argument("--profile", action="store_true",
+                   help="call each function once inside a profiler range (for ncu "
+                        "--profile-from-start off) after warming it up outside, and exit")
     p.add_argument("--kforge-bundle", metavar="DIR",
                    help="an exported kforge bundle: rows whose target has a kernel in it time "
                         "that kernel beside eager and torch.compile (needs --kforge-lib)")
@@ -109,8 +119,11 @@ def parse_args(argv):
     for m in args.modes:
         if m not in MODES:
             p.error(f"--modes: unknown mode {m!r}; choose from {', '.join(MODES)}")
-    if not args.check and not args.out:
-        p.error("--out is required (or pass --check)")
+    if args.check and args.profile:
+        p.error("--check and --profile exclude each other: --check needs no GPU, --profile "
+                "runs the rows on one")
+    if not args.check and not args.profile and not args.out:
+        p.error("--out is required (or pass --check or --profile)")
     if args.min_reps < 1 or args.max_reps < args.min_reps:
         p.error("--min-reps must be >= 1 and --max-reps >= --min-reps")
     if args.batch_reps < 1:
@@ -581,6 +594,48 @@ def measure(rows, args):
     print(f"wrote {args.out} in {out['wall_s']} s")
 
 
+def profile(rows, args):
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("torch_compile_times.py --profile runs the rows on a CUDA GPU and this machine "
+                 "has none (torch.cuda.is_available() is False)")
+    kforge = (KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle
+              else None)
+    cudart = torch.cuda.cudart()
+    for n, mode in enumerate(args.modes):
+        for row in rows:
+            gen = torch.Generator(device="cuda").manual_seed(args.seed)
+            inputs = make_inputs(torch, row, "cuda", gen)
+            torch._dynamo.reset()
+            fns = {f"compiled/{mode}": torch.compile(make_call(torch, row),
+                                                     mode=None if mode == "default" else mode,
+                                                     dynamic=False, fullgraph=True)}
+            if n == 0:
+                fns["eager"] = make_call(torch, row)
+                kernel = kforge.call(row) if kforge else None
+                if kernel is not None:
+                    fns["kforge"] = kernel
+            for name, fn in fns.items():
+                for _ in range(3):  # compile (and autotune), then warm
+                    fn(*inputs)
+                torch.cuda.synchronize()
+                label = f"{row['id']}/{name}"
+                torch.cuda.nvtx.range_push(label)
+                cudart.cudaProfilerStart()
+                if name == "kforge":
+                    _, why = kforge.launched(fn, lambda: fn(*inputs))
+                else:
+                    why = None
+                    fn(*inputs)
+                torch.cuda.synchronize()
+                cudart.cudaProfilerStop()
+                torch.cuda.nvtx.range_pop()
+                print(f"profiled {label}" + (f" ({why}: PyTorch's fallback ran)" if why else ""),
+                      flush=True)
+            del inputs
+            torch.cuda.empty_cache()
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     rows = load_rows(args.rows_json, args.rows)
@@ -589,6 +644,8 @@ def main(argv=None):
             check(rows, args)
         except (ValueError, RuntimeError, AttributeError) as e:
             sys.exit(f"--check: {e}")
+    elif args.profile:
+        profile(rows, args)
     else:
         measure(rows, args)
 

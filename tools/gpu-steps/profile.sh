@@ -7,6 +7,10 @@
 # Writes OUT_DIR/profile-<row>-<n>.txt per config and OUT_DIR/profile.md listing them.
 #   KFORGE_PROFILE_ROW=id                 the row (`kforge-synth-sweep --rows x` lists them)
 #   KFORGE_PROFILE_CONFIGS='cfg|cfg'      configs as the sweep's --details print them
+#   KFORGE_PROFILE_TORCH_MODES=M,...      also eager's and torch.compile's kernels for the row
+#                                         (tools/bench/torch_compile_times.py --profile, these
+#                                         modes): OUT_DIR/profile-<row>-torch.txt, each kernel
+#                                         under its NVTX range ROW/FUNCTION[/MODE]
 #   KFORGE_PROFILE_LAUNCHES=N             launches profiled per config (default 4: a split's
 #                                         two launches, twice)
 set -uo pipefail
@@ -15,9 +19,11 @@ OUT_DIR=${1:-out/gpu-check}
 mkdir -p "$OUT_DIR"
 ROW=${KFORGE_PROFILE_ROW:-}
 CONFIGS=${KFORGE_PROFILE_CONFIGS:-}
-if [[ -z $ROW || -z $CONFIGS ]]; then
+TORCH_MODES=${KFORGE_PROFILE_TORCH_MODES:-}
+if [[ -z $ROW || (-z $CONFIGS && -z $TORCH_MODES) ]]; then
   # A full round runs every step: this one only does something when asked.
-  echo "profile: skipped (set KFORGE_PROFILE_ROW and KFORGE_PROFILE_CONFIGS to profile configs)" |
+  echo "profile: skipped (set KFORGE_PROFILE_ROW and KFORGE_PROFILE_CONFIGS or" \
+    "KFORGE_PROFILE_TORCH_MODES to profile kernels)" |
     tee "$OUT_DIR/profile.md"
   exit 0
 fi
@@ -29,6 +35,8 @@ if [[ -z $NCU ]]; then
   exit 1
 fi
 echo "# ncu on $ROW ($("$NCU" --version | tail -1))" >"$OUT_DIR/profile.md"
+SECTIONS=(--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis
+  --section LaunchStats --section WarpStateStats)
 rc=0
 n=0
 IFS='|' read -r -a configs <<<"$CONFIGS"
@@ -37,11 +45,22 @@ for config in "${configs[@]}"; do
   out=$OUT_DIR/profile-$ROW-$n.txt
   echo "== $config" >"$out"
   "$NCU" --clock-control none --target-processes all --kernel-name regex:'^kf_' \
-    --launch-count "$LAUNCHES" --section SpeedOfLight --section Occupancy \
-    --section MemoryWorkloadAnalysis --section LaunchStats --section WarpStateStats \
+    --launch-count "$LAUNCHES" "${SECTIONS[@]}" \
     build/bin/kforge-synth-sweep --rows "$ROW" --configs "$config" --quick-only --reps 1 \
     >>"$out" 2>&1 || rc=1
   echo "- \`$config\`: profile-$ROW-$n.txt" >>"$OUT_DIR/profile.md"
 done
+if [[ -n $TORCH_MODES ]]; then
+  rows=$(mktemp)
+  out=$OUT_DIR/profile-$ROW-torch.txt
+  if build/bin/kforge-synth-sweep --rows "$ROW" --emit-rows "$rows" >"$out" 2>&1; then
+    "$NCU" --clock-control none --profile-from-start off --nvtx "${SECTIONS[@]}" \
+      python3 tools/bench/torch_compile_times.py --rows-json "$rows" --modes "$TORCH_MODES" \
+      --profile >>"$out" 2>&1 || rc=1
+  else
+    rc=1
+  fi
+  echo "- eager and torch.compile ($TORCH_MODES): profile-$ROW-torch.txt" >>"$OUT_DIR/profile.md"
+fi
 cat "$OUT_DIR/profile.md"
 exit $rc
