@@ -14,8 +14,6 @@
 namespace kforge::synth {
 namespace {
 
-// The engine: geometry, op hooks (kf_identity/kf_add/kf_merge/kf_finish/kf_out/kf_write_row)
-// and KfStat come from the op snippet emitted before it.
 // split_mode sync_keep: L2 eviction priorities for a sync split that re-reads its chunks from
 // L2. Its first read marks the lines evict_last, the re-read and the output's stores
 // evict_first, so that the stores stream through L2 without evicting chunks still to be
@@ -132,6 +130,8 @@ std::string L2KeepAccesses(std::string engine) {
   return engine;
 }
 
+// The engine: geometry, op hooks (kf_identity/kf_add/kf_merge/kf_finish/kf_out/kf_write_row)
+// and KfStat come from the op snippet emitted before it.
 constexpr char kRowEngine[] = R"(
 // Exchanges a KfStat between lanes word by word.
 __device__ __forceinline__ KfStat kf_shfl_xor(const KfStat& s, int mask) {
