@@ -19,13 +19,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=$(realpath -m "${1:-out/gpu-check}")
 mkdir -p "$OUT_DIR"
-AB=.carry/ab/bin/kforge-synth-sweep
-if [[ ! -x $AB ]]; then
-  # A full round runs every step: this one only does something when a second build travels.
-  echo "synth_configs_ab: skipped (no second build: KFORGE_PACK_AB_BUILD=DIR tools/gpu-pack)" |
-    tee "$OUT_DIR/synth-configs-ab.md"
-  exit 0
-fi
+source tools/gpu-steps/lib/second_build.sh
+second_build_or_skip synth_configs_ab "$OUT_DIR/synth-configs-ab.md" || exit 0
 ROWS=${KFORGE_AB_ROWS:-}
 DETAILS=${KFORGE_AB_DETAILS:-}
 if [[ -z $ROWS ]]; then

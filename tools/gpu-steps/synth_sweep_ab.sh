@@ -12,13 +12,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=${1:-out/gpu-check}
 mkdir -p "$OUT_DIR"
-AB=.carry/ab/bin/kforge-synth-sweep
-if [[ ! -x $AB ]]; then
-  # A full round runs every step: this one only does something when a second build travels.
-  echo "synth_sweep_ab: skipped (no second build: KFORGE_PACK_AB_BUILD=DIR tools/gpu-pack)" |
-    tee "$OUT_DIR/synth-sweep-ab.md"
-  exit 0
-fi
+source tools/gpu-steps/lib/second_build.sh
+second_build_or_skip synth_sweep_ab "$OUT_DIR/synth-sweep-ab.md" || exit 0
 [[ -n ${KFORGE_SWEEP_ROWS:-} ]] || { echo "synth_sweep_ab: set KFORGE_SWEEP_ROWS"; exit 2; }
 export KFORGE_SWEEP_MODE=capped
 export KFORGE_SWEEP_MAX_CONFIGS=${KFORGE_SWEEP_MAX_CONFIGS:-300}
