@@ -452,6 +452,15 @@ class KforgeKernels:
         return result, None
 
 
+def compile_call(torch, row, mode):
+    """torch.compile of the row's call in `mode`, with a fresh dynamo cache and static shapes:
+    one specialized graph per row and mode, as a model would get (no recompile limit, no
+    automatic dynamic shapes)."""
+    torch._dynamo.reset()
+    return torch.compile(make_call(torch, row), mode=None if mode == "default" else mode,
+                         dynamic=False, fullgraph=True)
+
+
 def check(rows, args):
     import torch
     kforge = (KforgeKernels(torch, args.kforge_bundle, args.kforge_lib) if args.kforge_bundle
@@ -528,12 +537,7 @@ def measure(rows, args):
                 gen = torch.Generator(device="cuda").manual_seed(args.seed)
                 inputs = make_inputs(torch, row, "cuda", gen)
                 eager = make_call(torch, row)
-                # A fresh dynamo cache per row and mode, static shapes: one specialized graph
-                # each, as a model would get (no recompile limit, no automatic dynamic shapes).
-                torch._dynamo.reset()
-                compiled = torch.compile(make_call(torch, row),
-                                         mode=None if mode == "default" else mode,
-                                         dynamic=False, fullgraph=True)
+                compiled = compile_call(torch, row, mode)
                 t0 = time.monotonic()
                 compiled(*inputs)
                 torch.cuda.synchronize()
@@ -606,10 +610,7 @@ def profile(rows, args):
         for row in rows:
             gen = torch.Generator(device="cuda").manual_seed(args.seed)
             inputs = make_inputs(torch, row, "cuda", gen)
-            torch._dynamo.reset()
-            fns = {f"compiled/{mode}": torch.compile(make_call(torch, row),
-                                                     mode=None if mode == "default" else mode,
-                                                     dynamic=False, fullgraph=True)}
+            fns = {f"compiled/{mode}": compile_call(torch, row, mode)}
             if n == 0:
                 fns["eager"] = make_call(torch, row)
                 kernel = kforge.call(row) if kforge else None

@@ -75,7 +75,7 @@ struct ElementwiseProblem {
   std::string name;
 };
 
-// Loads under an L2 evict_last policy (createpolicy, sm_80+), emitted only for keep=1
+// Loads under an L2 evict_last policy (kL2CacheHints), emitted only for keep=1
 // configs: a broadcast input is read again for every output row it spans, and the streamed
 // operands passing between two reads would otherwise evict it (Inductor marks such loads
 // evict_last too). One byte (bool) loads take the plain path.
@@ -83,28 +83,7 @@ constexpr char kKeptLoads[] = R"(
 #define KF_KEEP 1
 template <typename T, int V>
 __device__ __forceinline__ KfVec<T, V> kf_load_kept(const T* p) {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  KfVec<T, V> v;
-  constexpr int kBytes = sizeof(T) * V;
-  if constexpr (kBytes == 16) {
-    uint4& r = *reinterpret_cast<uint4*>(&v);
-    asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
-  } else if constexpr (kBytes == 8) {
-    uint2& r = *reinterpret_cast<uint2*>(&v);
-    asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-        : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy));
-  } else if constexpr (kBytes == 4) {
-    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;"
-        : "=r"(*reinterpret_cast<unsigned*>(&v)) : "l"(p), "l"(policy));
-  } else if constexpr (kBytes == 2) {
-    asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;"
-        : "=h"(*reinterpret_cast<unsigned short*>(&v)) : "l"(p), "l"(policy));
-  } else {
-    v = *reinterpret_cast<const KfVec<T, V>*>(p);
-  }
-  return v;
+  return kf_load_l2<T, V>(p, kf_l2_policy(true));
 }
 )";
 
@@ -760,7 +739,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     if (p_.in_dtype[0] == v1::BOOL || p_.in_dtype[1] == v1::BOOL) {
       src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
     }
-    if (Keep(c)) src += kKeptLoads;
+    if (Keep(c)) absl::StrAppend(&src, kL2CacheHints, kKeptLoads);
     absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                     OpBody(p_, fast), "\n}\n");
     src += FastDivideSource();

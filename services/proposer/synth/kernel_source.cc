@@ -110,6 +110,88 @@ __device__ __forceinline__ unsigned kf_dsmem_u32(const void* local, unsigned ran
 
 }  // namespace
 
+// kf_l2_policy(keep) (an L2 evict_last or evict_first policy), kf_load_l2 and kf_store_l2 (one
+// vector under it). Plain accesses before sm_80, which has no cache hints.
+const char kL2CacheHints[] = R"(
+__device__ __forceinline__ unsigned long long kf_l2_policy(bool keep) {
+  unsigned long long policy = 0;
+#if __CUDA_ARCH__ >= 800
+  if (keep) {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  }
+#endif
+  return policy;
+}
+
+// One access of 2, 4, 8 or 16 bytes with an L2 policy; wider vectors as 16-byte pieces, any
+// other width (one-byte bools) plain.
+template <typename T, int V>
+__device__ __forceinline__ KfVec<T, V> kf_load_l2(const T* p, unsigned long long policy) {
+  KfVec<T, V> v;
+  constexpr int kBytes = (int)sizeof(T) * V;
+#if __CUDA_ARCH__ >= 800
+  unsigned* w = reinterpret_cast<unsigned*>(&v);
+  const char* a = reinterpret_cast<const char*>(p);
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < kBytes / 16; ++q) {
+      asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(w[4 * q]), "=r"(w[4 * q + 1]), "=r"(w[4 * q + 2]), "=r"(w[4 * q + 3])
+          : "l"(a + 16 * q), "l"(policy));
+    }
+  } else if constexpr (kBytes == 8) {
+    asm("ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+        : "=r"(w[0]), "=r"(w[1]) : "l"(a), "l"(policy));
+  } else if constexpr (kBytes == 4) {
+    asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(a), "l"(policy));
+  } else if constexpr (kBytes == 2) {
+    unsigned short h;
+    asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(h) : "l"(a), "l"(policy));
+    *reinterpret_cast<unsigned short*>(&v) = h;
+  } else {
+    v = *reinterpret_cast<const KfVec<T, V>*>(p);
+  }
+#else
+  v = *reinterpret_cast<const KfVec<T, V>*>(p);
+#endif
+  return v;
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void kf_store_l2(T* p, const KfVec<T, V>& v,
+                                            unsigned long long policy) {
+  constexpr int kBytes = (int)sizeof(T) * V;
+#if __CUDA_ARCH__ >= 800
+  const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+  char* a = reinterpret_cast<char*>(p);
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < kBytes / 16; ++q) {
+      asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                   :: "l"(a + 16 * q), "r"(w[4 * q]), "r"(w[4 * q + 1]), "r"(w[4 * q + 2]),
+                      "r"(w[4 * q + 3]), "l"(policy) : "memory");
+    }
+  } else if constexpr (kBytes == 8) {
+    asm volatile("st.global.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;"
+                 :: "l"(a), "r"(w[0]), "r"(w[1]), "l"(policy) : "memory");
+  } else if constexpr (kBytes == 4) {
+    asm volatile("st.global.L2::cache_hint.u32 [%0], %1, %2;"
+                 :: "l"(a), "r"(w[0]), "l"(policy) : "memory");
+  } else if constexpr (kBytes == 2) {
+    asm volatile("st.global.L2::cache_hint.u16 [%0], %1, %2;"
+                 :: "l"(a), "h"(*reinterpret_cast<const unsigned short*>(&v)), "l"(policy)
+                 : "memory");
+  } else {
+    *reinterpret_cast<KfVec<T, V>*>(p) = v;
+  }
+#else
+  *reinterpret_cast<KfVec<T, V>*>(p) = v;
+#endif
+}
+)";
+
 std::string DevicePreamble(const PreambleOptions& options) {
   std::string out = kCommon;
   out += options.fast_math ? kFast : kAccurate;
