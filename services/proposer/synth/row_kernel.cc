@@ -18,8 +18,8 @@ namespace {
 // L2. Its first read marks the lines evict_last, the re-read and the output's stores
 // evict_first, so that the stores stream through L2 without evicting chunks still to be
 // re-read. Generated only for such configs (every other config's source stays as it was): the
-// L2 cache-hint helpers (kL2CacheHints), and the engine's three accesses rewritten by
-// L2KeepAccesses: (plain, with its L2 policy).
+// L2 cache-hint helpers (kL2CacheHints), and the engine's three accesses rewritten
+// (kL2KeepAccesses): (plain, with its L2 policy).
 constexpr std::pair<const char*, const char*> kL2KeepAccesses[] = {
     // the first read (kf_sync_read)
     {"  kf_for_each<V>(xr, it.c0, it.c1, lane, false, [&](kf_i64 c, int, const KfVec<TI, V>& raw) {",
@@ -40,16 +40,51 @@ constexpr std::pair<const char*, const char*> kL2KeepAccesses[] = {
      "        kf_store_l2<TO, V>(yr + c, packed, kf_l2_policy(false));"},
 };
 
-// `engine` with kL2KeepAccesses applied; each plain access must occur exactly once.
-std::string L2KeepAccesses(std::string engine) {
-  for (const auto& [plain, kept] : kL2KeepAccesses) {
+// The output pass's store of one vector for every other op with an output pass: 16- and 8-byte
+// vectors in inline PTX. With the plain store NVVM addressed an unrolled step's stores from one
+// base + 4 and split the first into f32, f32, v2.f32 (its alignment lost); sync_keep's stores,
+// inline PTX already, were all v4. Per-row ops (no output pass) keep the engine as it was.
+constexpr char kVectorStoreHelper[] = R"(
+template <typename T, int V>
+__device__ __forceinline__ void kf_store_vec(T* p, const float (&in)[V]) {
+  KfVec<T, V> v;
+#pragma unroll
+  for (int i = 0; i < V; ++i) v.v[i] = kf_from_float<T>(in[i]);
+  constexpr int kBytes = (int)sizeof(T) * V;
+  const unsigned* w = reinterpret_cast<const unsigned*>(&v);
+  char* a = reinterpret_cast<char*>(p);
+  if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+    for (int q = 0; q < kBytes / 16; ++q) {
+      asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};"
+                   :: "l"(a + 16 * q), "r"(w[4 * q]), "r"(w[4 * q + 1]), "r"(w[4 * q + 2]),
+                      "r"(w[4 * q + 3]) : "memory");
+    }
+  } else if constexpr (kBytes == 8) {
+    asm volatile("st.global.v2.u32 [%0], {%1, %2};" :: "l"(a), "r"(w[0]), "r"(w[1]) : "memory");
+  } else {
+    *reinterpret_cast<KfVec<T, V>*>(p) = v;
+  }
+}
+)";
+
+constexpr std::pair<const char*, const char*> kVectorStoreAccesses[] = {
+    {"        kf_store<V>(yr + c, o);", "        kf_store_vec<TO, V>(yr + c, o);"},
+};
+
+// `engine` with each (plain, rewritten) access of `accesses` applied; each plain access must
+// occur exactly once.
+template <size_t N>
+std::string Rewritten(std::string engine,
+                      const std::pair<const char*, const char*> (&accesses)[N]) {
+  for (const auto& [plain, rewritten] : accesses) {
     const size_t at = engine.find(plain);
     if (at == std::string::npos || engine.find(plain, at + 1) != std::string::npos) {
-      // A changed engine: fail loudly in every test that generates a sync_keep config.
-      return absl::StrCat("#error \"sync_keep: the engine no longer has one '", plain, "'\"\n",
+      // A changed engine: fail loudly in every test that generates such a config.
+      return absl::StrCat("#error \"the row engine no longer has one '", plain, "'\"\n",
                           engine);
     }
-    engine.replace(at, std::string_view(plain).size(), kept);
+    engine.replace(at, std::string_view(plain).size(), rewritten);
   }
   return engine;
 }
@@ -1517,12 +1552,16 @@ class RowKernelGenerator : public KernelGenerator {
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
     src += OpCode(p_, two_pass);
+    const char* entries = scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
     if (L2Keep(c)) {
       src += kL2CacheHints;
-      src += L2KeepAccesses(absl::StrCat(kRowEngine, kSyncEntries));
+      src += Rewritten(absl::StrCat(kRowEngine, entries), kL2KeepAccesses);
+    } else if (!per_row_) {
+      src += kVectorStoreHelper;
+      src += Rewritten(absl::StrCat(kRowEngine, entries), kVectorStoreAccesses);
     } else {
       src += kRowEngine;
-      src += scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
+      src += entries;
     }
 
     PlanSpec plan;
