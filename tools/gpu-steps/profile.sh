@@ -4,7 +4,10 @@
 # L2 throughput, achieved occupancy, warp stall reasons). One `ncu` per config around
 # `kforge-synth-sweep --configs CONFIG --quick-only --reps 1`, profiling the config's launches
 # in its first quick-pass run; `--clock-control none` (METHOD.md: leave the clocks alone).
-# Writes OUT_DIR/profile-<row>-<n>.txt per config and OUT_DIR/profile.md listing them.
+# Writes OUT_DIR/profile.md: every profiled launch in one table (tools/bench/ncu_summary.py:
+# duration, DRAM throughput, registers, occupancy, cycles per issued instruction), and
+# OUT_DIR/profile-<row>.tgz with the full reports (profile-<row>-<n>.txt per config, -torch.txt):
+# two files a row, where a device call returns eight.
 #   KFORGE_PROFILE_ROW=id                 the row (`kforge-synth-sweep --rows x` lists them)
 #   KFORGE_PROFILE_CONFIGS='cfg|cfg'      configs as the sweep's --details print them
 #   KFORGE_PROFILE_TORCH_MODES=M,...      also eager's and torch.compile's kernels for the row
@@ -62,5 +65,13 @@ if [[ -n $TORCH_MODES ]]; then
   fi
   echo "- eager and torch.compile ($TORCH_MODES): profile-$ROW-torch.txt" >>"$OUT_DIR/profile.md"
 fi
+reports=("$OUT_DIR"/profile-"$ROW"-*.txt)
+{
+  echo
+  python3 tools/bench/ncu_summary.py "${reports[@]}" || rc=1
+  echo
+  echo "Full reports: profile-$ROW.tgz"
+} >>"$OUT_DIR/profile.md"
+tar czf "$OUT_DIR/profile-$ROW.tgz" -C "$OUT_DIR" "${reports[@]##*/}" && rm -f "${reports[@]}"
 cat "$OUT_DIR/profile.md"
 exit $rc
