@@ -48,9 +48,9 @@ def parse(path):
             if nvtx.group(1) != "default domain":
                 launch["ranges"].append(nvtx.group(1))
             continue
-        metric = METRIC.match(line)
-        if metric:
-            name, unit, value = metric.groups()
+        found = METRIC.match(line)
+        if found:
+            name, unit, value = found.groups()
             # The first of a name wins: Memory Throughput comes as % and then as bytes/s.
             key = (name, "bytes" if unit.endswith("byte/s") else unit)
             launch["metrics"].setdefault(key, (unit, number(value)))
