@@ -17,6 +17,23 @@ out=$(python3 "$ROOT/tools/bench/prior_ranking.py" "$DIR/priors.tsv" "$DETAILS")
 want=$(ls "$DETAILS"/*.tsv | wc -l)
 got=$(echo "$out" | grep -c "spearman=")
 [[ $got -eq $want ]] || fail "$got ranked rows for $want details files:"$'\n'"$out"
+# The batch norm prior charges an occupancy cap's spills: on the b32 ResNet-50 rows of
+# 2026-12-02-bn-pointers (call 1) its first pick ran within 1.10x of the fastest swept config
+# (1.27x and 1.38x before it did).
+tar xzf "$ROOT/docs/benchmarks/2026-12-02-bn-pointers/call1-synth-sweep-ab.tgz" -C "$DIR" ||
+  fail "cannot unpack the batch norm sweep"
+BN=$DIR/bn
+mkdir -p "$BN" && cp "$DIR"/after/synth-sweep-details/bn-r50-32x*-fp32.tsv "$BN"/
+"$SWEEP" --rows bn-r50-32x512x28-fp32,bn-r50-32x1024x14-fp32 --compile-only \
+  --priors "$DIR/bn-priors.tsv" >"$DIR/log" 2>&1 || fail "--priors failed: $(tail -5 "$DIR/log")"
+out=$(python3 "$ROOT/tools/bench/prior_ranking.py" "$DIR/bn-priors.tsv" "$BN") ||
+  fail "prior_ranking.py failed: $out"
+firsts=$(grep -o "prior's first [0-9.]*x" <<<"$out" | grep -o "[0-9.]*x" | tr -d x)
+[[ $(wc -w <<<"$firsts") == 2 ]] || fail "two batch norm rows expected: $out"
+for f in $firsts; do
+  python3 -c "import sys; sys.exit(0 if $f <= 1.10 else 1)" ||
+    fail "the batch norm prior's first pick ran ${f}x the fastest: $out"
+done
 mkdir "$DIR/empty" "$DIR/other"
 out=$(python3 "$ROOT/tools/bench/prior_ranking.py" "$DIR/priors.tsv" "$DIR/empty" 2>&1) &&
   fail "a directory without details must fail"
