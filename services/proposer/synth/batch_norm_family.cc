@@ -267,16 +267,16 @@ class BatchNormGenerator : public KernelGenerator {
 
   int64_t SharedBytes(const Config&) const override { return 0; }
 
-  // Registers per thread: a base plus the vectors in flight, as occupancy leaves them.
   // Registers the fast path holds, as the elementwise family counts them: a step's V x ILP
   // values over a base of 24. An occupancy cap below it spills (SpillFactor). Without the
   // factor the prior put occupancy=100, ilp=4 first on the b32 batch norms, which spilled
-  // and ran 1.27-1.38x the fastest swept config (prior_ranking.py on
-  // docs/benchmarks/2026-12-02-bn-pointers/call1-synth-sweep-ab.tgz; with it 1.02-1.06x).
+  // and ran 1.27-1.38x the fastest swept config (docs/benchmarks/2026-12-02-prior-ranking.md;
+  // with it 1.02-1.06x).
   int FastPathRegisters(const Config& c) const {
     return 24 + c.GetInt("vec") * c.GetInt("ilp");
   }
 
+  // Registers per thread: a base plus the vectors in flight, as occupancy leaves them.
   int Registers(const Config& c) const {
     return OccupancyRegisters(gpu_, c.GetInt("threads"), MinBlocksPerSm(gpu_, c),
                               30 + c.GetInt("vec") * c.GetInt("ilp") * 2);

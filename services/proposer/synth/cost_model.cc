@@ -71,10 +71,10 @@ double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost) {
   const double parallel_efficiency = std::clamp(in_flight / needed_in_flight, 0.02, 1.0);
   // DRAM loses the last partial wave only when there are few: over many short blocks the
   // last ones share the bandwidth among fewer and finish sooner. Charged at every wave count,
-  // the tail ranked stride grids above one-shot ones that measured faster (ranking the prior
-  // against the committed H200 sweeps with tools/bench/prior_ranking.py, 36 rows: first pick
-  // 1.146x -> 1.128x the fastest config (geometric mean), best of five 1.095x -> 1.083x; the
-  // mul-scale row 1.05x -> 1.00x, the bf16 attention softmax 1.57x -> 1.14x; none worse).
+  // the tail ranked stride grids above one-shot ones that measured faster: against 36
+  // committed H200 row sweeps the prior's first pick ran 1.146x the fastest config with it and
+  // 1.128x without (geometric mean; mul-scale 1.05x -> 1.00x, bf16 attention softmax 1.57x ->
+  // 1.14x, no row worse; docs/benchmarks/2026-12-02-prior-ranking.md).
   constexpr double kMemoryTailWaves = 4;
   const double memory_wave_efficiency = waves >= kMemoryTailWaves ? 1.0 : wave_efficiency;
   const double achievable =
