@@ -20,14 +20,14 @@ struct PreambleOptions {
 // clusters kf_cluster_sync / kf_cluster_rank / kf_dsmem_u32.
 std::string DevicePreamble(const PreambleOptions& options);
 
-// Marks around the one span of a source that may hold the captured call's shape (constants for
-// a fast path the kernel takes when a call has exactly that shape); the rest of the source is
-// the same for every shape of the target.
 // Device code for loads and stores under an L2 eviction policy (createpolicy +
 // L2::cache_hint): kf_l2_policy(keep), kf_load_l2<T, V>(p, policy), kf_store_l2<T, V>(p, v,
 // policy). Emitted only by configs that use them, after DevicePreamble.
 extern const char kL2CacheHints[];
 
+// Marks around the one span of a source that may hold the captured call's shape (constants for
+// a fast path the kernel takes when a call has exactly that shape); the rest of the source is
+// the same for every shape of the target.
 inline constexpr char kCapturedShapeBegin[] = "// captured shape: begin";
 inline constexpr char kCapturedShapeEnd[] = "// captured shape: end";
 
