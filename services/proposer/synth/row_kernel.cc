@@ -745,8 +745,10 @@ __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const 
 // divides the channel size whenever the row is vectorized and H*W % V == 0) with a
 // multiply-shift division, and folds rstd * weight into one scale per vector: per element
 // a subtract and an FMA instead of a 64-bit division and two scalar loads. Group norm's
-// scale and shift are its KfOutParams, loaded with the step's inputs (kf_write_chunk):
+// weight and bias are its KfOutParams, loaded with the step's inputs (kf_write_chunk):
 // loaded beside the store that used them, they waited out their latency one vector at a time.
+// rstd * weight is formed when the vector is written, not when the weight is loaded: a use
+// beside the load (as before) held each vector's next load back by the weight's latency.
 std::string OutCode(const RowProblem& p) {
   const bool w = p.weight_input >= 0, b = p.bias_input >= 0;
   std::string out = R"(
@@ -764,15 +766,16 @@ __device__ __forceinline__ void kf_load_affine(const T* p, kf_i64 c, float (&out
   if (p.op == RowOp::kGroupNorm) {
     // A vector never straddles two channels: the plan requires V to divide H*W.
     absl::StrAppend(
-        &out, "template <int V> struct KfOutParams { float scale, shift; };\n",
+        &out, "template <int V> struct KfOutParams { float weight, shift; };\n",
         "template <int V>\n__device__ __forceinline__ void kf_out_params(kf_i64 c, ",
         "const KfRowCtx& ctx, KfOutParams<V>& p) {\n",
         "  const kf_i64 ch = ctx.c_first + kf_channel(c, ctx);\n",
-        "  p.scale = ctx.b", w ? " * kf_to_float(ctx.w[ch])" : "", ";\n",
+        "  p.weight = ", w ? "kf_to_float(ctx.w[ch])" : "1.f", ";\n",
         "  p.shift = ", b ? "kf_to_float(ctx.bias[ch])" : "0.f", ";\n}\n",
         "template <int V>\n__device__ __forceinline__ void kf_out_vec(const float (&v)[V], ",
         "kf_i64, const KfOutParams<V>& p,\n    const KfRowCtx& ctx, float (&o)[V]) {\n",
-        "#pragma unroll\n  for (int i = 0; i < V; ++i) o[i] = fmaf(v[i] - ctx.a, p.scale, p.shift);\n",
+        "  const float scale = ctx.b * p.weight;\n",
+        "#pragma unroll\n  for (int i = 0; i < V; ++i) o[i] = fmaf(v[i] - ctx.a, scale, p.shift);\n",
         "}\n");
     return out;
   }
