@@ -226,6 +226,37 @@ TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
   }
 }
 
+// A row split whose output pass is a launch of its own (split_mode=stream): partials, each
+// row's statistics, then the output in address order, stored as whole 16-byte vectors under
+// an L2 evict_first policy.
+TEST_F(SynthCompileTest, StreamSplitsCompileAsThreeLaunches) {
+  ASSERT_NE(compiler_, nullptr);
+  const std::pair<const char*, const char*> cases[] = {
+      {"group_norm_affine",
+       "row_threads=32;rows_per_block=8;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+       "split_mode=stream;unroll=4;grid=oneshot"},
+      {"softmax_last",
+       "row_threads=32;rows_per_block=2;vec=4;algo=online;cache=none;reg_cache=8;split=2;"
+       "split_mode=stream;unroll=2;fast_math=0;grid=stride"},
+      {"layer_norm_affine",
+       "row_threads=32;rows_per_block=4;vec=4;algo=welford;cache=none;reg_cache=8;split=2;"
+       "split_mode=stream;unroll=1;grid=oneshot"},
+  };
+  for (const auto& [name, config] : cases) {
+    std::string plan_json;
+    v1::CompileResult result =
+        CompileSampleConfig(*compiler_, name, v1::FLOAT32, config, &plan_json);
+    ASSERT_EQ(result.status(), v1::COMPILE_OK) << name << "\n" << result.log().substr(0, 4000);
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "st.global.L2::cache_hint.v4.u32")) << name;
+    auto plan = LaunchPlan::Parse(plan_json);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->launches().size(), 3u) << name;
+    EXPECT_EQ(plan->launches()[0].entry, "kf_rows_partial");
+    EXPECT_EQ(plan->launches()[1].entry, "kf_rows_stats");
+    EXPECT_EQ(plan->launches()[2].entry, "kf_rows_apply");
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
   // "elementwise/to_" -> "elementwise_to"
   std::string selector = absl::StrReplaceAll(std::get<0>(info.param), {{"/", "_"}});

@@ -170,6 +170,12 @@ TEST_F(SynthGpuTest, SyncSplitsPassFullValidation) {
   EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "sync_keep"), 10);
 }
 
+// Rows split through scratch whose output pass is a pointwise launch (split_mode=stream): its
+// vectors step across row boundaries, and the held-out shapes change where they fall.
+TEST_F(SynthGpuTest, StreamSplitsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "stream"), 10);
+}
+
 // Broadcast inputs loaded once for several output rows (reuse > 1): the held-out shapes also
 // change the row length and leave a last row group short.
 TEST_F(SynthGpuTest, RowReuseConfigsPassFullValidation) {

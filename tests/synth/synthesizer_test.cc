@@ -1208,6 +1208,40 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   }
 }
 
+// A stream split's plan: the partials per (row block, chunk), each row block's statistics, then
+// the output pass over (spans of a row, rows), with scratch for the partials and two floats a
+// row.
+TEST(SynthesizerTest, StreamSplitPlansTheOutputPassPerRowSpan) {
+  const v1::Target target = Sample(SampleTargets(v1::FLOAT32), "group_norm_affine").target;
+  auto generator = Bind(target);  // 8x256x32x32, 32 groups: 256 rows of 8192
+  ASSERT_NE(generator, nullptr);
+  Config c = *generator->Space().Parse(
+      "row_threads=32;rows_per_block=8;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+      "split_mode=stream;unroll=4;grid=oneshot");
+  ASSERT_EQ(generator->Check(c), "");
+  auto kernel = generator->Generate(c);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  auto plan = LaunchPlan::Parse(kernel->launch_plan_json);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<v1::TensorSignature> ins(target.inputs().begin(), target.inputs().end());
+  std::vector<v1::TensorSignature> outs(target.outputs().begin(), target.outputs().end());
+  auto resolved = plan->Resolve(BindSymbols(ins, outs, testing::IntArgs(target), 132));
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  ASSERT_EQ(resolved->launches.size(), 3u);
+  EXPECT_EQ(resolved->launches[0].grid, (Dim3{32, 4, 1}));  // row blocks x chunks
+  EXPECT_EQ(resolved->launches[1].grid, (Dim3{32, 1, 1}));
+  EXPECT_EQ(resolved->launches[2].entry, "kf_rows_apply");
+  EXPECT_EQ(resolved->launches[2].grid, (Dim3{2, 256, 1}));  // 8192 / (256 threads x 16)
+  EXPECT_EQ(resolved->scratch_bytes, 256 * 4 * 16 + 256 * 8 + 16);
+  // A per-row op has no output pass to stream.
+  auto sum = Bind(Sample(SampleTargets(v1::FLOAT32), "sum_last").target);
+  ASSERT_NE(sum, nullptr);
+  Config r = *sum->Space().Parse(
+      "row_threads=64;rows_per_block=1;vec=2;split=4;split_mode=scratch;unroll=2;grid=oneshot");
+  r.Set("split_mode", "stream");
+  EXPECT_THAT(sum->Check(r), HasSubstr("an op with an output pass"));
+}
+
 // The norms' generated code: per-vector Welford with an approximate division, vector loads
 // of per-column weights, and group norm's channel by multiply-shift once per vector.
 TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
@@ -1243,6 +1277,11 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
   EXPECT_THAT(group->source, HasSubstr("kf_out_params<V>(c, ctx, l.p)"));
   EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw")));
   EXPECT_THAT(group->launch_plan_json, HasSubstr("kf_rows_partial"));
+  // The scratch split's finishing launch re-reads and stores under evict_first; the unsplit
+  // layer norm above takes no L2 policy.
+  EXPECT_THAT(group->source, HasSubstr("kf_load_l2<TI, V>(xr + c, kf_l2_policy(false))"));
+  EXPECT_THAT(group->source, HasSubstr("kf_store_l2<TO, V>(yr + c, packed, kf_l2_policy(false))"));
+  EXPECT_THAT(kernel->source, ::testing::Not(HasSubstr("kf_l2_policy")));
 }
 
 }  // namespace

@@ -14,6 +14,14 @@
 namespace kforge::synth {
 namespace {
 
+// The output's stores under evict_first (kf_write_chunk): sync_keep's and a scratch split's.
+constexpr std::pair<const char*, const char*> kL2EvictFirstStore = {
+    "        kf_store<V>(yr + c, o);",
+    "        KfVec<TO, V> packed;\n"
+    "#pragma unroll\n"
+    "        for (int i = 0; i < V; ++i) packed.v[i] = kf_from_float<TO>(o[i]);\n"
+    "        kf_store_l2<TO, V>(yr + c, packed, kf_l2_policy(false));"};
+
 // split_mode sync_keep: L2 eviction priorities for a sync split that re-reads its chunks from
 // L2. Its first read marks the lines evict_last, the re-read and the output's stores
 // evict_first, so that the stores stream through L2 without evicting chunks still to be
@@ -32,18 +40,26 @@ constexpr std::pair<const char*, const char*> kL2KeepAccesses[] = {
      "      const KfVec<TI, V> raw = kf_load_l2<TI, V>(xr + c, kf_l2_policy(false));\n"
      "#pragma unroll\n"
      "      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);"},
-    // the output's stores (kf_write_chunk)
-    {"        kf_store<V>(yr + c, o);",
-     "        KfVec<TO, V> packed;\n"
-     "#pragma unroll\n"
-     "        for (int i = 0; i < V; ++i) packed.v[i] = kf_from_float<TO>(o[i]);\n"
-     "        kf_store_l2<TO, V>(yr + c, packed, kf_l2_policy(false));"},
+    kL2EvictFirstStore,
 };
 
-// The output pass's store of one vector for every other op with an output pass: 16- and 8-byte
-// vectors in inline PTX. With the plain store NVVM addressed an unrolled step's stores from one
-// base + 4 and split the first into f32, f32, v2.f32 (its alignment lost); sync_keep's stores,
-// inline PTX already, were all v4. Per-row ops (no output pass) keep the engine as it was.
+// A scratch split's finishing launch walks the rows in reverse, so that its first re-reads hit
+// what the partial launch left in L2; a line it re-read is dead, a line it stored is not read
+// again by the op: its re-read and stores under evict_first keep the chunks still to be read.
+constexpr std::pair<const char*, const char*> kL2FinishAccesses[] = {
+    // the re-read (kf_row's read)
+    {"    kf_load<V>(xr + c, v);",
+     "    const KfVec<TI, V> raw = kf_load_l2<TI, V>(xr + c, kf_l2_policy(false));\n"
+     "#pragma unroll\n"
+     "    for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);"},
+    kL2EvictFirstStore,
+};
+
+// The output pass's store of one vector where it takes no L2 policy (unsplit rows, cluster and
+// plain sync splits): 16- and 8-byte vectors in inline PTX. With the plain store NVVM addressed
+// an unrolled step's stores from one base + 4 and split the first into f32, f32, v2.f32 (its
+// alignment lost); the policy stores, inline PTX already, were all v4. Per-row ops (no output
+// pass) keep the engine as it was.
 constexpr char kVectorStoreHelper[] = R"(
 template <typename T, int V>
 __device__ __forceinline__ void kf_store_vec(T* p, const float (&in)[V]) {
@@ -365,6 +381,129 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
 extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
     kf_rows_finish(KfArgs args) {
   kf_rows_body<2>(args);
+}
+)";
+
+// split_mode stream: the scratch split's partial launch, then a launch that merges each row's
+// partials into its finished statistics (kf_finish's a and b, after the partials in scratch),
+// then the output pass as a pointwise launch in address order, as Inductor writes a group norm
+// (H200, group norm 1x128x512x512 under ncu: its pointwise pass 61.7 us, the scratch split's
+// finishing launch 70.6; docs/benchmarks/2026-12-02-h200-v4-stores-and-profiles.md). Median
+// stream / scratch over the 20 fastest scratch configs and their twins: 0.969-0.974
+// (1x128x512x512), 0.994-0.996 (1x256x256x256; docs/benchmarks/2026-12-02-h200-stream-splits.md).
+// The engine's finishing phase becomes PHASE 3 of kf_row (kStreamAccesses): merge, finish,
+// store the row's statistics.
+constexpr char kStreamHelpers[] = R"(
+// The finished statistics of each row, 16-byte aligned after the partials in scratch.
+__device__ __forceinline__ float2* kf_row_stats(const KfArgs& args, kf_i64 rows) {
+  const kf_i64 partial_bytes = rows * KF_SPLIT * (kf_i64)sizeof(KfStat);
+  return reinterpret_cast<float2*>(reinterpret_cast<char*>(args.scratch.data) +
+                                   (partial_bytes + 15) / 16 * 16);
+}
+__device__ __forceinline__ void kf_store_row_stats(const KfArgs& args, kf_i64 row,
+                                                   const KfRowCtx& ctx) {
+  kf_i64 rows, cols;
+  kf_geometry(args, rows, cols);
+  kf_row_stats(args, rows)[row] = make_float2(ctx.a, ctx.b);
+}
+)";
+
+// kf_apply_geometry: kf_geometry's rows and cols from products of sizes alone (a 64-bit
+// division in every thread of the output pass was a good part of its instructions).
+std::string StreamGeometry(const RowProblem& p) {
+  std::string body;
+  if (p.op == RowOp::kGroupNorm) {
+    absl::StrAppend(&body, "  rows = x.sizes[0] * (kf_i64)", p.groups, ";\n",
+                    "  cols = x.ndim > 1 ? x.sizes[1] / ", p.groups, " : 0;\n",
+                    "  for (int d = 2; d < x.ndim; ++d) cols *= x.sizes[d];\n");
+  } else {
+    absl::StrAppend(&body, "  rows = 1;\n  cols = 1;\n",
+                    "  for (int d = 0; d < x.ndim; ++d) (d < x.ndim - ", p.row_dims,
+                    " ? rows : cols) *= x.sizes[d];\n");
+  }
+  return absl::StrCat(
+      "__device__ __forceinline__ void kf_apply_geometry(const KfArgs& args, kf_i64& rows, "
+      "kf_i64& cols) {\n  const KfTensor& x = args.inputs[0];\n",
+      body, "}\n");
+}
+
+constexpr std::pair<const char*, const char*> kStreamAccesses[] = {
+    {"  if (PHASE == 2) {\n", "  if (PHASE >= 2) {\n"},
+    {"  kf_finish<0>(s, ctx);\n#if KF_PASSES == 2",
+     "  kf_finish<0>(s, ctx);\n"
+     "  if (PHASE == 3) {\n"
+     "    if (valid && lane == 0) kf_store_row_stats(args, row, ctx);\n"
+     "    return;\n"
+     "  }\n#if KF_PASSES == 2"},
+};
+
+constexpr char kStreamEntries[] = R"(
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
+    kf_rows_partial(KfArgs args) {
+  kf_rows_body<1>(args);
+}
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_stats(KfArgs args) {
+  kf_rows_body<3>(args);
+}
+
+// The output pass: blockIdx.y a row (striding past 65535 rows), blockIdx.x a span of
+// KF_UNROLL * KF_BLOCK vectors of it, a warp's lanes on consecutive vectors, so the grid walks
+// the tensor in address order, from its end: what the partial launch read last is still in L2,
+// so the first blocks' reads hit. A thread's work needs no division: the geometry from
+// products of sizes (kf_apply_geometry), the row's context set up once per block by thread 0
+// (its divisions and the row's statistics) while the block's input loads are in flight. Rows
+// hold whole vectors (the plan requires V to divide them).
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args) {
+  kf_i64 rows, cols;
+  kf_apply_geometry(args, rows, cols);
+  const float2* stats = kf_row_stats(args, rows);
+  const kf_i64 span = gridDim.x - 1 - blockIdx.x;
+  const kf_i64 c0 = (span * KF_UNROLL * KF_BLOCK + threadIdx.x) * KF_VEC;
+  __shared__ KfRowCtx row_ctx;
+  const unsigned long long evict_first = kf_l2_policy(false);
+  for (kf_i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    const kf_i64 row = rows - 1 - r;
+    const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + row * cols;
+    TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + row * cols;
+    KfOutVals<KF_VEC> l[KF_UNROLL];
+#pragma unroll
+    for (int u = 0; u < KF_UNROLL; ++u) {
+      const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
+      if (c < cols) {
+        const KfVec<TI, KF_VEC> raw = kf_load_l2<TI, KF_VEC>(xr + c, evict_first);
+#pragma unroll
+        for (int i = 0; i < KF_VEC; ++i) l[u].v[i] = kf_to_float(raw.v[i]);
+      }
+    }
+    if (threadIdx.x == 0) {
+      KfRowCtx ctx;
+      kf_init_ctx(ctx, args, row, cols);
+      const float2 ab = stats[row];
+      ctx.a = ab.x;
+      ctx.b = ab.y;
+      row_ctx = ctx;
+    }
+    __syncthreads();
+    const KfRowCtx ctx = row_ctx;
+#pragma unroll
+    for (int u = 0; u < KF_UNROLL; ++u) {
+      const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
+      if (c < cols) kf_out_params<KF_VEC>(c, ctx, l[u].p);
+    }
+#pragma unroll
+    for (int u = 0; u < KF_UNROLL; ++u) {
+      const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
+      if (c < cols) {
+        float o[KF_VEC];
+        kf_out_vec<KF_VEC>(l[u].v, c, l[u].p, ctx, o);
+        KfVec<TO, KF_VEC> packed;
+#pragma unroll
+        for (int i = 0; i < KF_VEC; ++i) packed.v[i] = kf_from_float<TO>(o[i]);
+        kf_store_l2<TO, KF_VEC>(yr + c, packed, evict_first);
+      }
+    }
+    __syncthreads();  // every thread has its copy before thread 0 sets up the next row
+  }
 }
 )";
 
@@ -1036,8 +1175,11 @@ class RowKernelGenerator : public KernelGenerator {
     // the best group norm at 38% of the floor); clusters stop at 16.
     params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64", "128", "256"},
                       "blocks that share one row"});
-    params.push_back({"split_mode", {"scratch", "cluster", "sync", "sync_keep"},
-                      "combine a split row through scratch (two launches), through the "
+    std::vector<std::string> split_modes = {"scratch", "cluster", "sync", "sync_keep"};
+    if (!per_row_) split_modes.push_back("stream");
+    params.push_back({"split_mode", split_modes,
+                      "combine a split row through scratch (two launches; stream: three, the "
+                      "output pass a pointwise launch in address order), through the "
                       "distributed shared memory of a thread-block cluster, or through "
                       "scratch in one cooperative launch whose blocks keep their chunks "
                       "(sync_keep: in L2, by eviction priorities)"});
@@ -1058,7 +1200,8 @@ class RowKernelGenerator : public KernelGenerator {
   Config Canonicalize(const Config& in) const override {
     Config c = in;
     if (c.GetInt("split") == 1) c.Set("split_mode", "scratch");
-    const bool scratch_split = c.GetInt("split") > 1 && c.Get("split_mode") == "scratch";
+    const bool scratch_split = c.GetInt("split") > 1 && (c.Get("split_mode") == "scratch" ||
+                                                         c.Get("split_mode") == "stream");
     const bool one_pass_split = scratch_split || Sync(c);
     if (!per_row_) {
       if (scratch_split) c.Set("cache", "none");
@@ -1116,6 +1259,10 @@ class RowKernelGenerator : public KernelGenerator {
     if (cluster && split > 16) return "clusters of more than 16 blocks";
     if (split > 1 && c.Get("split_mode") != "cluster" && TwoPass(c)) {
       return "a row split through scratch needs one-pass statistics";
+    }
+    if (Stream(c) && per_row_) {
+      return "a stream split writes the output in a launch of its own: an op with an output "
+             "pass";
     }
     if (L2Keep(c) && (per_row_ || c.Get("cache") != "none")) {
       return "sync_keep keeps the chunks a sync split re-reads in L2: cache none, and an op "
@@ -1307,13 +1454,33 @@ class RowKernelGenerator : public KernelGenerator {
       partial.block_latency_cycles = iterations * (pass_cycles + reduce_cycles);
       launches.push_back(partial);
       // The finishing launch re-reads the row in reverse block order: what the partial launch
-      // read last is still in L2 (about half of it, the rest evicted by the output's writes).
+      // read last is still in L2: about half of it while the output's writes evicted the
+      // rest; its re-read and stores under evict_first keep more (H200, 2026-12-02: 1-7% off
+      // the group norm rows' finishing launches; the prior still counts half).
       const double reread = per_row_ ? 0 : in_bytes;
       const double warm = std::min(reread, 0.5 * double(gpu_.l2_bytes));
       main.dram_bytes = out_bytes + rows * split * 16 + weight_bytes + reread - warm;
       main.l2_bytes = warm;
       main.block_latency_cycles = iterations * pass_cycles;
       if (per_row_) main.blocks = grid_x;
+      if (Stream(c)) {
+        // Each row's partials merged in a small launch, then the output pass over the tensor
+        // in address order from its end: every vector a thread's own, its loads all issued at
+        // once, and a few registers (no statistics, no reduction).
+        LaunchCost stats = main;
+        stats.blocks = grid_x;
+        stats.dram_bytes = rows * split * 16 + rows * 8;
+        stats.l2_bytes = 0;
+        stats.ops = rows * split * 8;
+        // A row's lanes load its partials, a few each (not a pass over a chunk).
+        stats.block_latency_cycles =
+            iterations * (900 + 200 * std::ceil(double(split) / rt) + reduce_cycles);
+        launches.push_back(stats);
+        main.blocks = std::ceil(elems / (double(block) * vec * unroll));
+        main.registers = 32 + 2 * vec * unroll;
+        main.bytes_in_flight_per_thread = double(vec) * unroll * in_size;
+        main.block_latency_cycles = 700;  // a pointwise block, as the elementwise family's
+      }
     } else {
       main.dram_bytes = in_bytes + out_bytes + weight_bytes + rereads * in_bytes * reread_in_dram;
       main.l2_bytes = rereads * in_bytes * (1 - reread_in_dram);
@@ -1519,6 +1686,15 @@ class RowKernelGenerator : public KernelGenerator {
         c.SetInt("split", split);
         seeds.push_back(c);
       }
+      // The output pass as a launch of its own, over short partial blocks: the fastest stream
+      // configs of the VAE group norms had two rows of 64 threads, unroll 2, and eight
+      // partials per SM (H200, 2026-12-02; 0.97x their scratch twins on 1x128x512x512).
+      while (split < 256 && p_.rows * split < 2 * row_blocks_wanted) split *= 2;
+      Config c = base(64, 2);
+      c.SetInt("split", split);
+      c.Set("split_mode", "stream");
+      c.Set("unroll", "2");
+      seeds.push_back(c);
     }
     return seeds;
   }
@@ -1531,7 +1707,8 @@ class RowKernelGenerator : public KernelGenerator {
     const int vec = c.GetInt("vec"), split = c.GetInt("split"), unroll = c.GetInt("unroll");
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     const bool sync = Sync(c);
-    const bool scratch = split > 1 && !cluster && !sync;
+    const bool stream = Stream(c);
+    const bool scratch = split > 1 && !cluster && !sync && !stream;
     const bool two_pass = TwoPass(c);
     const std::string cache = per_row_ ? "none" : c.Get("cache");
     const int cache_code = cache == "smem" ? 1 : cache == "regs" ? 2 : 0;
@@ -1550,7 +1727,8 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0,
                     "\n#define KF_MIN_BLOCKS ", sync ? ResidentBlocksPerSm(c) : 1,
-                    "\n#define KF_SPLIT_MIN_BLOCKS ", scratch ? SplitBlocksPerSm(c) : 1, "\n");
+                    "\n#define KF_SPLIT_MIN_BLOCKS ",
+                    scratch || stream ? SplitBlocksPerSm(c) : 1, "\n");
     src += GeometryCode(p_);
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
     src += ContextCode(p_);
@@ -1559,6 +1737,13 @@ class RowKernelGenerator : public KernelGenerator {
     if (L2Keep(c)) {
       src += kL2CacheHints;
       src += Rewritten(absl::StrCat(kRowEngine, entries), kL2KeepAccesses);
+    } else if (stream) {
+      absl::StrAppend(&src, kL2CacheHints, kStreamHelpers, StreamGeometry(p_),
+                      Rewritten(Rewritten(kRowEngine, kL2FinishAccesses), kStreamAccesses),
+                      kStreamEntries);
+    } else if (scratch && !per_row_) {
+      src += kL2CacheHints;
+      src += Rewritten(absl::StrCat(kRowEngine, entries), kL2FinishAccesses);
     } else if (!per_row_) {
       src += kVectorStoreHelper;
       src += Rewritten(absl::StrCat(kRowEngine, entries), kVectorStoreAccesses);
@@ -1607,6 +1792,16 @@ class RowKernelGenerator : public KernelGenerator {
       PlanLaunch launch{"kf_rows_sync", {"GRID", "1", "1"}, block, shared, {}};
       launch.cooperative = true;
       plan.launches.push_back(launch);
+    } else if (stream) {
+      // The partials (KfStat, at most 16 bytes), then each row's two floats 16-byte aligned.
+      plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * 16 + ROWS * 8 + 16");
+      plan.launches.push_back({"kf_rows_partial", {grid_x, std::to_string(split), "1"}, block, "0", {}});
+      plan.launches.push_back({"kf_rows_stats", {grid_x, "1", "1"}, block, "0", {}});
+      plan.launches.push_back(
+          {"kf_rows_apply",
+           {absl::StrCat("max(1, ceil_div(COLS, ", int64_t{rt} * rpb * vec * unroll, "))"),
+            "max(1, min(ROWS, 65535))", "1"},
+           block, "0", {}});
     } else if (scratch) {
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false) > 8 ? 16 : StatBytes(p_.op, false));
       plan.launches.push_back({"kf_rows_partial", {grid_x, std::to_string(split), "1"}, block, "0", {}});
@@ -1647,6 +1842,10 @@ class RowKernelGenerator : public KernelGenerator {
            (c.Get("split_mode") == "sync" || c.Get("split_mode") == "sync_keep");
   }
   bool L2Keep(const Config& c) const { return Sync(c) && c.Get("split_mode") == "sync_keep"; }
+  // A scratch split whose output pass is a pointwise launch of its own.
+  bool Stream(const Config& c) const {
+    return c.GetInt("split") > 1 && c.Get("split_mode") == "stream";
+  }
 
   int Registers(const Config& c) const {
     int regs = 40 + 2 * c.GetInt("vec") * c.GetInt("unroll") + (TwoPass(c) ? 4 : 0);
