@@ -47,6 +47,15 @@ first_picks_within batch-norm "$DIR/bn/after/synth-sweep-details" \
 tar xzf "$ROOT/docs/benchmarks/2026-12-01-shape-key-and-spills/call2-sweep-details.tgz" \
   -C "$DIR/ew" || fail "cannot unpack the elementwise sweep"
 first_picks_within elementwise "$DIR/ew/synth-sweep-details" mask-add-bf16,mul-scale-bf16 1.04
+# The cost model bounds the rate at which SMs start blocks, and rates a stream split's
+# pointwise output pass above a finishing loop: on the VAE group norms' scratch configs and
+# their stream twins (2026-12-02-stream-splits, call 3) the first picks ran within 1.03x (1.04x
+# on 1x128x512^2 with neither; 1.18x with the stream rating alone, which put a stream split of
+# 131k 32-thread blocks first).
+mkdir -p "$DIR/st"
+tar xzf "$ROOT/docs/benchmarks/2026-12-02-stream-splits/call3-apply-block-ab.tgz" -C "$DIR/st" ||
+  fail "cannot unpack the stream twins"
+first_picks_within stream "$DIR/st/w/main-1" gn-vae-128x512-fp32,gn-vae-256x256-fp32 1.03
 mkdir "$DIR/empty" "$DIR/other"
 out=$(python3 "$ROOT/tools/bench/prior_ranking.py" "$DIR/priors.tsv" "$DIR/empty" 2>&1) &&
   fail "a directory without details must fail"

@@ -97,7 +97,14 @@ double EstimateLaunchSeconds(const GpuModel& gpu, const LaunchCost& cost) {
   const double hidden_by = cost.lockstep ? 1.0 : std::sqrt(static_cast<double>(per_sm));
   const double latency_s = rounds * cost.block_latency_cycles / gpu.clock_hz / hidden_by +
                            (rounds - 1) * cost.cycles_per_extra_round / gpu.clock_hz;
-  return std::max(memory_s, compute_s) + latency_s + gpu.launch_overhead_s;
+  // An SM starts (and retires) a block about every 200 cycles at best: a stream split's output
+  // pass in 131k blocks of 32 threads ran 132 us where the same bytes in 65k blocks ran 112
+  // (H200, group norm 1x128x512x512, 2026-12-02). Over the 36 committed row sweeps Spearman
+  // 0.792 -> 0.802, every first pick as it was; over the VAE group norms' stream twins the
+  // first pick 1.105x -> 1.017x the fastest (docs/benchmarks/2026-12-02-prior-ranking.md).
+  constexpr double kBlockStartsPerSmPerSecond = 10e6;
+  const double schedule_s = blocks / (gpu.sm_count * kBlockStartsPerSmPerSecond);
+  return std::max({memory_s, compute_s, schedule_s}) + latency_s + gpu.launch_overhead_s;
 }
 
 double AccessWidthPenalty(int bytes_per_access) {

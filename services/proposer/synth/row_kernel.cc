@@ -1490,6 +1490,11 @@ class RowKernelGenerator : public KernelGenerator {
     double seconds = synth::EstimateSeconds(gpu_, launches);
     // Cluster scheduling granularity; 16 blocks (non-portable) must fit in one GPC.
     if (cluster) seconds *= split > 8 ? 1.10 : 1.03;
+    // A pointwise output pass streams nearer DRAM's peak than a finishing loop, which the
+    // bytes do not show: measured / prior over 40 twins per VAE group norm row ran 0.97 and
+    // 1.04 for stream, 1.04 and 1.11 for scratch (H200, 2026-12-02; prior_ranking.py on
+    // docs/benchmarks/2026-12-02-stream-splits/call3-apply-block-ab.tgz, main-1).
+    if (Stream(c)) seconds *= 0.935;
     return regs.SpillFactor() * seconds;
   }
 
