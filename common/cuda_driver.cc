@@ -39,6 +39,7 @@ absl::StatusOr<CudaDriver> Load() {
   Resolve(lib, "cuModuleUnload", &d.module_unload, &missing);
   Resolve(lib, "cuModuleGetFunction", &d.module_get_function, &missing);
   Resolve(lib, "cuFuncSetAttribute", &d.func_set_attribute, &missing);
+  Resolve(lib, "cuFuncGetAttribute", &d.func_get_attribute, &missing);
   Resolve(lib, "cuLaunchKernelEx", &d.launch_kernel_ex, &missing);
   Resolve(lib, "cuStreamIsCapturing", &d.stream_is_capturing, &missing);
   if (!missing.empty()) {

@@ -25,6 +25,7 @@ struct CudaDriver {
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;
   decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;
+  decltype(&::cuFuncGetAttribute) func_get_attribute = nullptr;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
   decltype(&::cuStreamIsCapturing) stream_is_capturing = nullptr;
 

@@ -1,6 +1,7 @@
 // Kernel launches through the driver API (see kernel_launch.h).
 #include "common/kernel_launch.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,26 @@ namespace kforge {
 namespace {
 
 constexpr int64_t kDefaultSharedLimit = 48 * 1024;
+
+// KFORGE_EARLY_START=0 launches every early_start launch after the one before it, as usual
+// (to measure what overlapping them gains, or to rule it out).
+bool EarlyStartEnabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("KFORGE_EARLY_START");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return enabled;
+}
+
+// Whether `function` was compiled for compute capability 9.0 or newer (its virtual
+// architecture: PTX for compute_80 JIT-compiled on an H100 is 80): then the device supports
+// programmatic launches and the kernel's `#if __CUDA_ARCH__ >= 900` waits were compiled in.
+bool CompiledForSm90(const CudaDriver& driver, CUfunction function) {
+  int version = 0;
+  return driver.func_get_attribute(&version, CU_FUNC_ATTRIBUTE_PTX_VERSION, function) ==
+             CUDA_SUCCESS &&
+         version >= 90;
+}
 
 }  // namespace
 
@@ -112,20 +133,28 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
     config.blockDimZ = static_cast<unsigned>(launch.block.z);
     config.sharedMemBytes = static_cast<unsigned>(launch.shared_bytes);
     config.hStream = stream;
-    CUlaunchAttribute attrs[1];
+    CUlaunchAttribute attrs[2];
     std::memset(attrs, 0, sizeof(attrs));
     if (launch.cluster) {
-      attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attrs[0].value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
-      attrs[0].value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
-      attrs[0].value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
-      config.numAttrs = 1;
+      CUlaunchAttribute& a = attrs[config.numAttrs++];
+      a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      a.value.clusterDim.x = static_cast<unsigned>(launch.cluster->x);
+      a.value.clusterDim.y = static_cast<unsigned>(launch.cluster->y);
+      a.value.clusterDim.z = static_cast<unsigned>(launch.cluster->z);
     } else if (launch.cooperative) {
       // The driver refuses a grid whose blocks cannot all be resident at once, instead of
       // letting blocks that wait on each other hang.
-      attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-      attrs[0].value.cooperative = 1;
-      config.numAttrs = 1;
+      CUlaunchAttribute& a = attrs[config.numAttrs++];
+      a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      a.value.cooperative = 1;
+    }
+    if (launch.early_start && EarlyStartEnabled() && CompiledForSm90(driver, it->second)) {
+      // Programmatic dependent launch: the grid may be scheduled while the one before it
+      // drains; the kernel waits (griddepcontrol.wait) before reading what that one wrote.
+      // Code for an older GPU has no such wait, and runs after the launch before it as usual.
+      CUlaunchAttribute& a = attrs[config.numAttrs++];
+      a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      a.value.programmaticStreamSerializationAllowed = 1;
     }
     config.attrs = attrs;
     // The struct travels by value: the driver copies it at launch (and at capture).

@@ -216,7 +216,8 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
     }
     if (absl::Status keys =
             CheckKeys(item, path,
-                      {"entry", "grid", "block", "shared_bytes", "cluster", "cooperative"});
+                      {"entry", "grid", "block", "shared_bytes", "cluster", "cooperative",
+                       "early_start"});
         !keys.ok()) {
       return keys;
     }
@@ -253,6 +254,23 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
       if (launch.cooperative && launch.cluster) {
         return PlanError(LaunchPath(i, "cooperative"),
                          "a launch is either cooperative or clustered, not both");
+      }
+    }
+    if (auto early = item.find("early_start"); early != item.end()) {
+      if (!early->is_boolean()) {
+        return PlanError(LaunchPath(i, "early_start"), "expected true or false");
+      }
+      launch.early_start = early->get<bool>();
+      // The first launch follows whatever ran before it on the stream (the op that wrote its
+      // inputs); a cooperative launch must find all its blocks room at once.
+      if (launch.early_start && i == 0) {
+        return PlanError(LaunchPath(i, "early_start"),
+                         "the first launch cannot start early: it follows the work that wrote "
+                         "its inputs");
+      }
+      if (launch.early_start && launch.cooperative) {
+        return PlanError(LaunchPath(i, "early_start"),
+                         "a cooperative launch cannot start early");
       }
     }
     plan.launches_.push_back(std::move(launch));
@@ -393,6 +411,7 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
       out.cluster = *cluster;
     }
     out.cooperative = launch.cooperative;
+    out.early_start = launch.early_start;
     resolved.launches.push_back(std::move(out));
   }
   return resolved;

@@ -37,6 +37,7 @@ struct ResolvedLaunch {
   int64_t shared_bytes = 0;     // dynamic shared memory
   std::optional<Dim3> cluster;  // thread-block cluster, when the plan asks for one
   bool cooperative = false;     // all blocks co-resident, or the launch is refused
+  bool early_start = false;     // may start while the launch before it drains (sm_90+)
 };
 
 struct ResolvedPlan {
@@ -64,6 +65,7 @@ class LaunchPlan {
     std::string shared_bytes = "0";
     std::optional<std::array<std::string, 3>> cluster;
     bool cooperative = false;
+    bool early_start = false;
   };
 
   // Validates structure and expression syntax. Errors are InvalidArgument and name the field:

@@ -16,12 +16,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/digest.h"
 #include "common/launch_plan.h"
 #include "kforge/v1/worker.pb.h"
@@ -81,6 +83,37 @@ bool DefinesEntry(const v1::CompileResult& result, const std::string& entry,
     }
   }
   return false;
+}
+
+// The PTX of entry `entry`: from its .entry line to the next entry's (device functions are
+// inlined into the entries that call them).
+absl::string_view EntryPtx(absl::string_view ptx, const std::string& entry) {
+  const size_t at = ptx.find(absl::StrCat(".entry ", entry, "("));
+  if (at == absl::string_view::npos) return {};
+  const size_t next = ptx.find(".entry ", at + 1);
+  return ptx.substr(at, next == absl::string_view::npos ? absl::string_view::npos : next - at);
+}
+
+// An early_start launch's kernel must wait for the launch before it before reading what that
+// one wrote: on sm_90 and newer its PTX has griddepcontrol.wait. The reason it is refused, or
+// empty. (Older archs launch it after the one before as usual.)
+std::string EarlyStartWithoutWait(const LaunchPlan& plan, const v1::CompileResult& result,
+                                  absl::string_view arch) {
+  int number = 0;
+  absl::string_view digits = arch;
+  if (!absl::ConsumePrefix(&digits, "sm_")) absl::ConsumePrefix(&digits, "compute_");
+  while (!digits.empty() && !absl::ascii_isdigit(digits.back())) digits.remove_suffix(1);
+  if (!absl::SimpleAtoi(digits, &number) || number < 90) return "";
+  for (const LaunchPlan::Launch& launch : plan.launches()) {
+    if (launch.early_start &&
+        !absl::StrContains(EntryPtx(result.ptx(), launch.entry), "griddepcontrol.wait")) {
+      return absl::StrCat("plan launches entry ", launch.entry,
+                          " with early_start, but its code never waits for the launch before "
+                          "it (griddepcontrol.wait: call kf_wait_previous() before reading "
+                          "what earlier launches wrote, or drop early_start)");
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -286,6 +319,11 @@ v1::CompileResult Compiler::CompileUncached(const v1::Candidate& candidate,
                                        : " (entry points are extern \"C\" __global__ functions)"));
       *refused.mutable_kernels() = result.kernels();
       refused.set_log(absl::StrCat(refused.log(), "\n", log));
+      return refused;
+    }
+    if (std::string why = EarlyStartWithoutWait(*plan, result, options.arch()); !why.empty()) {
+      v1::CompileResult refused = Refused(options, compiler_version_, why);
+      *refused.mutable_kernels() = result.kernels();
       return refused;
     }
   }

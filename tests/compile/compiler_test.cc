@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/local_store.h"
 #include "common/redis_store.h"
 #include "gmock/gmock.h"
@@ -126,6 +127,50 @@ extern "C" __global__ void kf_local(KfArgs args) {
   ASSERT_EQ(result.kernels_size(), 1);
   EXPECT_GE(result.kernels(0).local_bytes(), 256);
   EXPECT_LE(result.kernels(0).registers(), 32);
+}
+
+// A plan's early_start launch runs its kernel while the launch before it drains: on sm_90 and
+// newer the kernel must wait for it (griddepcontrol.wait) or the compile is refused, naming
+// the entry; for older archs the launch runs after the one before as usual.
+TEST(CompilerTest, EarlyStartLaunchesMustWaitForTheLaunchBefore) {
+  auto compiler = MakeCompiler();
+  ASSERT_NE(compiler, nullptr);
+  constexpr char kTwoEntries[] = R"(#include "kforge_device.h"
+extern "C" __global__ void kf_first(KfArgs a) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  ((float*)a.scratch.data)[threadIdx.x] = threadIdx.x;
+}
+extern "C" __global__ void kf_waits(KfArgs a) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  ((float*)a.outputs[0].data)[threadIdx.x] = ((float*)a.scratch.data)[threadIdx.x];
+}
+extern "C" __global__ void kf_reads_at_once(KfArgs a) {
+  ((float*)a.outputs[0].data)[threadIdx.x] = ((float*)a.scratch.data)[threadIdx.x];
+}
+)";
+  auto plan = [](const char* second) {
+    return absl::StrCat(R"({"launches": [{"entry": "kf_first", "grid": [1], "block": [32]},
+                          {"entry": ")", second, R"(", "grid": [1], "block": [32],
+                           "early_start": true}]})");
+  };
+  v1::CompileOptions sm90;
+  sm90.set_arch("sm_90");
+  v1::CompileResult waits = compiler->Compile(Candidate(kTwoEntries, plan("kf_waits")), sm90);
+  EXPECT_EQ(waits.status(), v1::COMPILE_OK) << waits.log();
+  v1::CompileResult at_once =
+      compiler->Compile(Candidate(kTwoEntries, plan("kf_reads_at_once")), sm90);
+  EXPECT_EQ(at_once.status(), v1::COMPILE_REFUSED);
+  EXPECT_THAT(at_once.log(), HasSubstr("plan launches entry kf_reads_at_once with early_start, "
+                                       "but its code never waits"));
+  v1::CompileOptions sm80;
+  sm80.set_arch("sm_80");
+  v1::CompileResult older =
+      compiler->Compile(Candidate(kTwoEntries, plan("kf_reads_at_once")), sm80);
+  EXPECT_EQ(older.status(), v1::COMPILE_OK) << older.log();
 }
 
 TEST(CompilerTest, SyntaxErrorIsFailedWithTheLineInTheLog) {

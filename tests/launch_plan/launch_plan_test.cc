@@ -120,6 +120,31 @@ TEST(LaunchPlanTest, CooperativeIsABooleanAndExcludesClusters) {
               HasSubstr("cooperative or clustered, not both"));
 }
 
+// early_start (programmatic dependent launch): a boolean, never on the first launch (it
+// follows the work that wrote its inputs) nor on a cooperative one.
+TEST(LaunchPlanTest, EarlyStartIsABooleanOnALaterOrdinaryLaunch) {
+  auto two = [](absl::string_view second_extra) {
+    return absl::StrCat(R"({"launches": [{"entry": "a", "grid": [8], "block": [256]},
+                                          {"entry": "b", "grid": [8], "block": [256])",
+                        second_extra, "}]}");
+  };
+  auto plan = LaunchPlan::Parse(two(R"(, "early_start": true)"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->launches()[0].early_start);
+  EXPECT_TRUE(plan->launches()[1].early_start);
+  auto resolved = plan->Resolve(BindSymbols({}, {}, {}, 132));
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_FALSE(resolved->launches[0].early_start);
+  EXPECT_TRUE(resolved->launches[1].early_start);
+  EXPECT_THAT(plan->canonical_json(), HasSubstr("\"early_start\":true"));
+  EXPECT_THAT(ParseError(two(R"(, "early_start": "yes")")),
+              HasSubstr("launches[1].early_start: expected true or false"));
+  EXPECT_THAT(ParseError(OneLaunch("[8]", "[256]", R"(, "early_start": true)")),
+              HasSubstr("launches[0].early_start: the first launch cannot start early"));
+  EXPECT_THAT(ParseError(two(R"(, "cooperative": true, "early_start": true)")),
+              HasSubstr("a cooperative launch cannot start early"));
+}
+
 TEST(LaunchPlanTest, BindSymbolsFollowsTheDoc) {
   SymbolTable s = BindSymbols({Tensor({4, 6}, {1, 4}), Tensor({})}, {Tensor({4, 6})}, {3, -1}, 78);
   EXPECT_EQ(s.at("in0_size0"), 4);

@@ -228,7 +228,7 @@ TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
 
 // A row split whose output pass is a launch of its own (split_mode=stream): partials, each
 // row's statistics, then the output in address order, stored as whole 16-byte vectors under
-// an L2 evict_first policy.
+// an L2 evict_first policy; the later launches start early.
 TEST_F(SynthCompileTest, StreamSplitsCompileAsThreeLaunches) {
   ASSERT_NE(compiler_, nullptr);
   const std::pair<const char*, const char*> cases[] = {
@@ -254,6 +254,12 @@ TEST_F(SynthCompileTest, StreamSplitsCompileAsThreeLaunches) {
     EXPECT_EQ(plan->launches()[0].entry, "kf_rows_partial");
     EXPECT_EQ(plan->launches()[1].entry, "kf_rows_stats");
     EXPECT_EQ(plan->launches()[2].entry, "kf_rows_apply");
+    // Each later launch starts in the tail of the one before (the compiler refuses an
+    // early_start entry that never waits).
+    EXPECT_FALSE(plan->launches()[0].early_start);
+    EXPECT_TRUE(plan->launches()[1].early_start);
+    EXPECT_TRUE(plan->launches()[2].early_start);
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "griddepcontrol.launch_dependents")) << name;
   }
 }
 

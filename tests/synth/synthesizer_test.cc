@@ -1282,6 +1282,11 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
   EXPECT_THAT(group->source, HasSubstr("kf_load_l2<TI, V>(xr + c, kf_l2_policy(false))"));
   EXPECT_THAT(group->source, HasSubstr("kf_store_l2<TO, V>(yr + c, packed, kf_l2_policy(false))"));
   EXPECT_THAT(kernel->source, ::testing::Not(HasSubstr("kf_l2_policy")));
+  // Its finishing launch starts in the partial launch's tail and waits for the partials.
+  EXPECT_THAT(group->source, HasSubstr("kf_launch_dependents();\n  kf_rows_body<1>(args);"));
+  EXPECT_THAT(group->source, HasSubstr("kf_wait_previous();\n  kf_rows_body<2>(args);"));
+  ASSERT_EQ(plan->launches().size(), 2u);
+  EXPECT_TRUE(plan->launches()[1].early_start);
 }
 
 }  // namespace

@@ -112,6 +112,22 @@ __device__ __forceinline__ unsigned kf_dsmem_u32(const void* local, unsigned ran
 
 // kf_l2_policy(keep) (an L2 evict_last or evict_first policy), kf_load_l2 and kf_store_l2 (one
 // vector under it). Plain accesses before sm_80, which has no cache hints.
+const char kProgrammaticLaunch[] = R"(
+// Programmatic dependent launch: a kernel lets the plan's next launch be scheduled while it
+// runs (kf_launch_dependents), and one launched with early_start waits for the launch before
+// it to finish, its writes visible, before it reads them (kf_wait_previous).
+__device__ __forceinline__ void kf_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void kf_wait_previous() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+)";
+
 const char kL2CacheHints[] = R"(
 __device__ __forceinline__ unsigned long long kf_l2_policy(bool keep) {
   unsigned long long policy = 0;
@@ -244,6 +260,7 @@ std::string PlanJson(const PlanSpec& plan) {
     l["shared_bytes"] = launch.shared_bytes;
     if (!launch.cluster.empty()) l["cluster"] = launch.cluster;
     if (launch.cooperative) l["cooperative"] = true;
+    if (launch.early_start) l["early_start"] = true;
     launches.push_back(l);
   }
   json["launches"] = launches;

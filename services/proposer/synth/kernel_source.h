@@ -24,6 +24,9 @@ std::string DevicePreamble(const PreambleOptions& options);
 // L2::cache_hint): kf_l2_policy(keep), kf_load_l2<T, V>(p, policy), kf_store_l2<T, V>(p, v,
 // policy). Emitted only by configs that use them, after DevicePreamble.
 extern const char kL2CacheHints[];
+// kf_launch_dependents() and kf_wait_previous(), for the kernels of a plan's early_start
+// launches (docs/launch-plan.md); no-ops before sm_90.
+extern const char kProgrammaticLaunch[];
 
 // Marks around the one span of a source that may hold the captured call's shape (constants for
 // a fast path the kernel takes when a call has exactly that shape); the rest of the source is
@@ -46,6 +49,9 @@ struct PlanLaunch {
   std::string shared_bytes = "0";
   std::vector<int> cluster;  // empty: no cluster
   bool cooperative = false;  // blocks wait on each other: all must be resident
+  // Programmatic dependent launch: the kernel runs kf_wait_previous() before it reads what an
+  // earlier launch of the plan wrote (docs/launch-plan.md).
+  bool early_start = false;
 };
 
 // Ends a generator's refusal of a vec that does not tile the shape: vector kernels carry no

@@ -55,6 +55,13 @@ constexpr std::pair<const char*, const char*> kL2FinishAccesses[] = {
     kL2EvictFirstStore,
 };
 
+// A scratch split's launches overlap (early_start): the partial launch lets the finishing one
+// be scheduled into its tail, which waits for the partials before reading them.
+constexpr std::pair<const char*, const char*> kEarlyFinishEntries[] = {
+    {"  kf_rows_body<1>(args);", "  kf_launch_dependents();\n  kf_rows_body<1>(args);"},
+    {"  kf_rows_body<2>(args);", "  kf_wait_previous();\n  kf_rows_body<2>(args);"},
+};
+
 // The output pass's store of one vector where it takes no L2 policy (unsplit rows, cluster and
 // plain sync splits): 16- and 8-byte vectors in inline PTX. With the plain store NVVM addressed
 // an unrolled step's stores from one base + 4 and split the first into f32, f32, v2.f32 (its
@@ -438,11 +445,17 @@ constexpr std::pair<const char*, const char*> kStreamAccesses[] = {
 };
 
 constexpr char kStreamEntries[] = R"(
+// Each launch lets the next be scheduled into its tail (early_start), which waits for it
+// before reading what it wrote: the statistics their partials, the output pass its statistics
+// (after its input loads, which no launch of the split writes).
 extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
     kf_rows_partial(KfArgs args) {
+  kf_launch_dependents();
   kf_rows_body<1>(args);
 }
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_stats(KfArgs args) {
+  kf_launch_dependents();
+  kf_wait_previous();
   kf_rows_body<3>(args);
 }
 
@@ -475,6 +488,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args
         for (int i = 0; i < KF_VEC; ++i) l[u].v[i] = kf_to_float(raw.v[i]);
       }
     }
+    kf_wait_previous();
     if (threadIdx.x == 0) {
       KfRowCtx ctx;
       kf_init_ctx(ctx, args, row, cols);
@@ -1743,12 +1757,14 @@ class RowKernelGenerator : public KernelGenerator {
       src += kL2CacheHints;
       src += Rewritten(absl::StrCat(kRowEngine, entries), kL2KeepAccesses);
     } else if (stream) {
-      absl::StrAppend(&src, kL2CacheHints, kStreamHelpers, StreamGeometry(p_),
+      absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch, kStreamHelpers,
+                      StreamGeometry(p_),
                       Rewritten(Rewritten(kRowEngine, kL2FinishAccesses), kStreamAccesses),
                       kStreamEntries);
     } else if (scratch && !per_row_) {
-      src += kL2CacheHints;
-      src += Rewritten(absl::StrCat(kRowEngine, entries), kL2FinishAccesses);
+      absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch,
+                      Rewritten(kRowEngine, kL2FinishAccesses),
+                      Rewritten(entries, kEarlyFinishEntries));
     } else if (!per_row_) {
       src += kVectorStoreHelper;
       src += Rewritten(absl::StrCat(kRowEngine, entries), kVectorStoreAccesses);
@@ -1807,11 +1823,13 @@ class RowKernelGenerator : public KernelGenerator {
            {absl::StrCat("max(1, ceil_div(COLS, ", int64_t{rt} * rpb * vec * unroll, "))"),
             "max(1, min(ROWS, 65535))", "1"},
            block, "0", {}});
+      plan.launches[1].early_start = plan.launches[2].early_start = true;
     } else if (scratch) {
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false) > 8 ? 16 : StatBytes(p_.op, false));
       plan.launches.push_back({"kf_rows_partial", {grid_x, std::to_string(split), "1"}, block, "0", {}});
       plan.launches.push_back({"kf_rows_finish",
                                {grid_x, per_row_ ? "1" : std::to_string(split), "1"}, block, "0", {}});
+      plan.launches[1].early_start = !per_row_;  // per-row ops' finishing launch never waits
     } else {
       PlanLaunch launch{"kf_rows", {grid_x, std::to_string(split), "1"}, block, shared, {}};
       if (cluster) launch.cluster = {1, split, 1};
