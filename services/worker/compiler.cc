@@ -16,15 +16,14 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
 #include "common/digest.h"
+#include "common/gpu_arch.h"
 #include "common/launch_plan.h"
 #include "kforge/v1/worker.pb.h"
 #include "services/worker/compile_policy.h"
@@ -99,11 +98,7 @@ absl::string_view EntryPtx(absl::string_view ptx, const std::string& entry) {
 // empty. (Older archs launch it after the one before as usual.)
 std::string EarlyStartWithoutWait(const LaunchPlan& plan, const v1::CompileResult& result,
                                   absl::string_view arch) {
-  int number = 0;
-  absl::string_view digits = arch;
-  if (!absl::ConsumePrefix(&digits, "sm_")) absl::ConsumePrefix(&digits, "compute_");
-  while (!digits.empty() && !absl::ascii_isdigit(digits.back())) digits.remove_suffix(1);
-  if (!absl::SimpleAtoi(digits, &number) || number < 90) return "";
+  if (ArchNumber(arch) < 90) return "";
   for (const LaunchPlan::Launch& launch : plan.launches()) {
     if (launch.early_start &&
         !absl::StrContains(EntryPtx(result.ptx(), launch.entry), "griddepcontrol.wait")) {

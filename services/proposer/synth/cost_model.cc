@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/match.h"
+#include "common/gpu_arch.h"
 
 namespace kforge::synth {
 
@@ -30,17 +29,7 @@ GpuModel GpuModel::FromInfo(const v1::GpuInfo& info) {
   return gpu;
 }
 
-int GpuModel::ArchNumber() const {
-  absl::string_view digits = arch;
-  if (absl::StartsWith(digits, "sm_")) digits.remove_prefix(3);
-  if (absl::StartsWith(digits, "compute_")) digits.remove_prefix(8);
-  while (!digits.empty() && !std::isdigit(static_cast<unsigned char>(digits.back()))) {
-    digits.remove_suffix(1);  // "sm_90a"
-  }
-  int number = 0;
-  if (!absl::SimpleAtoi(digits, &number)) return 0;
-  return number;
-}
+int GpuModel::ArchNumber() const { return kforge::ArchNumber(arch); }
 
 int BlocksPerSm(const GpuModel& gpu, int threads, int64_t shared_bytes, int registers) {
   if (threads <= 0 || threads > 1024) return 0;

@@ -110,8 +110,6 @@ __device__ __forceinline__ unsigned kf_dsmem_u32(const void* local, unsigned ran
 
 }  // namespace
 
-// kf_l2_policy(keep) (an L2 evict_last or evict_first policy), kf_load_l2 and kf_store_l2 (one
-// vector under it). Plain accesses before sm_80, which has no cache hints.
 const char kProgrammaticLaunch[] = R"(
 // Programmatic dependent launch: a kernel lets the plan's next launch be scheduled while it
 // runs (kf_launch_dependents), and one launched with early_start waits for the launch before
@@ -128,6 +126,8 @@ __device__ __forceinline__ void kf_wait_previous() {
 }
 )";
 
+// kf_l2_policy(keep) (an L2 evict_last or evict_first policy), kf_load_l2 and kf_store_l2 (one
+// vector under it). Plain accesses before sm_80, which has no cache hints.
 const char kL2CacheHints[] = R"(
 __device__ __forceinline__ unsigned long long kf_l2_policy(bool keep) {
   unsigned long long policy = 0;
