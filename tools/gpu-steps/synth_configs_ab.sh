@@ -15,12 +15,26 @@
 #   KFORGE_AB_ROUNDS=N            rounds (default 2)
 #   KFORGE_AB_BY=PARAM            compare_sweeps.py --by PARAM (a path the change did not touch
 #                                 then shows as the control)
+#   KFORGE_AB_PAIR=PARAM=A,B      each config beside its twin with PARAM flipped (twin_configs.py;
+#                                 both builds must know both values), and per round each
+#                                 build's B / A too (compare_sweeps.py --pair)
+#   KFORGE_AB_BEFORE_ENV='V=x ..' the "before" side runs with these variables set: a switch
+#                                 judged within one build (e.g. KFORGE_EARLY_START=0); without
+#                                 a second build both sides run this build
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT_DIR=$(realpath -m "${1:-out/gpu-check}")
 mkdir -p "$OUT_DIR"
 source tools/gpu-steps/lib/second_build.sh
-second_build_or_skip synth_configs_ab "$OUT_DIR/synth-configs-ab.md" || exit 0
+BEFORE_ENV=${KFORGE_AB_BEFORE_ENV:-}
+if [[ -n $BEFORE_ENV && ! -x $AB ]]; then
+  AB=build/bin/kforge-synth-sweep
+  AFTER_NAME="this build"
+else
+  second_build_or_skip synth_configs_ab "$OUT_DIR/synth-configs-ab.md" || exit 0
+  AFTER_NAME=".carry/ab"
+fi
+BEFORE_NAME="this build${BEFORE_ENV:+ with $BEFORE_ENV}"
 ROWS=${KFORGE_AB_ROWS:-}
 DETAILS=${KFORGE_AB_DETAILS:-}
 if [[ -z $ROWS ]]; then
@@ -44,8 +58,8 @@ where=()
 [[ -n ${KFORGE_AB_WHERE:-} ]] && where=(--where "$KFORGE_AB_WHERE")
 declare -A configs=()
 for row in ${ROWS//,/ }; do
-  configs[$row]=$(python3 tools/bench/twin_configs.py "$DETAILS" "$row" --top "$TOP" \
-    "${where[@]}") || exit 2
+  configs[$row]=$(python3 tools/bench/twin_configs.py "$DETAILS" "$row" \
+    ${KFORGE_AB_PAIR:+"$KFORGE_AB_PAIR"} --top "$TOP" "${where[@]}") || exit 2
 done
 rc=0
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -53,9 +67,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
   ((round % 2 == 0)) && order=(ab main)
   for build in "${order[@]}"; do
     bin=build/bin/kforge-synth-sweep
+    run_env=()
     [[ $build == ab ]] && bin=$AB
+    # shellcheck disable=SC2206  # VAR=value words
+    [[ $build == main && -n $BEFORE_ENV ]] && run_env=($BEFORE_ENV)
     for row in ${ROWS//,/ }; do
-      "$bin" --rows "$row" --quick-only --details "$WORK/$build-$round" \
+      env "${run_env[@]}" "$bin" --rows "$row" --quick-only --details "$WORK/$build-$round" \
         --configs "${configs[$row]}" >>"$WORK/$build-$round.log" 2>&1 || rc=1
     done
   done
@@ -63,16 +80,25 @@ done
 by_args=()
 [[ -n ${KFORGE_AB_BY:-} ]] && by_args=(--by "$KFORGE_AB_BY")
 {
-  echo "# Same configs: this build (before) and .carry/ab (after), rows $ROWS"
+  echo "# Same configs: $BEFORE_NAME (before) and $AFTER_NAME (after), rows $ROWS"
   echo
   echo "The $TOP fastest configs per row of $KFORGE_AB_DETAILS" \
     "${KFORGE_AB_WHERE:+with $KFORGE_AB_WHERE }(quick pass)."
   for ((round = 1; round <= ROUNDS; round++)); do
-    first="this build"
-    ((round % 2)) || first=".carry/ab"
+    first="before"
+    ((round % 2)) || first="after"
     echo; echo "## Round $round ($first first)"; echo
     python3 tools/bench/compare_sweeps.py "$WORK/main-$round" "$WORK/ab-$round" \
       "${by_args[@]}" 2>&1 || rc=1
+    if [[ -n ${KFORGE_AB_PAIR:-} ]]; then
+      for build in main ab; do
+        side=before
+        [[ $build == ab ]] && side=after
+        echo; echo "### $side: ${KFORGE_AB_PAIR%%=*} twins"; echo
+        python3 tools/bench/compare_sweeps.py "$WORK/$build-$round" --pair "$KFORGE_AB_PAIR" \
+          2>&1 || rc=1
+      done
+    fi
   done
 } >"$OUT_DIR/synth-configs-ab.md"
 (cd "$WORK" && tar czf "$OUT_DIR/synth-configs-ab.tgz" main-* ab-* 2>/dev/null)
