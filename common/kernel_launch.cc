@@ -64,7 +64,7 @@ absl::StatusOr<KernelFunctions> GetKernelFunctions(const CudaDriver& driver, CUm
                        "', which the cubin lacks (", driver.Describe(r),
                        "); declare it extern \"C\" __global__"));
     }
-    functions[entry] = f;
+    functions[entry] = {f, EarlyStartEnabled() && CompiledForSm90(driver, f)};
   }
   return functions;
 }
@@ -84,7 +84,7 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
           absl::StrCat("launch plan entry point '", launch.entry, "' was not loaded"));
     }
     if (launch.shared_bytes > kDefaultSharedLimit) {
-      CUresult r = driver.func_set_attribute(it->second,
+      CUresult r = driver.func_set_attribute(it->second.function,
                                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                              static_cast<int>(launch.shared_bytes));
       if (r != CUDA_SUCCESS) {
@@ -96,7 +96,7 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
     }
     if (launch.cluster && launch.cluster->Product() > 8) {
       CUresult r = driver.func_set_attribute(
-          it->second, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+          it->second.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
       if (r != CUDA_SUCCESS) {
         return absl::InvalidArgumentError(absl::StrCat("cluster of ", launch.cluster->Product(),
                                                        " blocks for ", launch.entry,
@@ -148,7 +148,7 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
       a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
       a.value.cooperative = 1;
     }
-    if (launch.early_start && EarlyStartEnabled() && CompiledForSm90(driver, it->second)) {
+    if (launch.early_start && it->second.early_start) {
       // Programmatic dependent launch: the grid may be scheduled while the one before it
       // drains; the kernel waits (griddepcontrol.wait) before reading what that one wrote.
       // Code for an older GPU has no such wait, and runs after the launch before it as usual.
@@ -159,7 +159,7 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
     config.attrs = attrs;
     // The struct travels by value: the driver copies it at launch (and at capture).
     void* params[] = {args};
-    CUresult r = driver.launch_kernel_ex(&config, it->second, params, nullptr);
+    CUresult r = driver.launch_kernel_ex(&config, it->second.function, params, nullptr);
     if (r != CUDA_SUCCESS) {
       return absl::InternalError(absl::StrFormat(
           "launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of shared memory) was "

@@ -19,8 +19,16 @@
 
 namespace kforge {
 
+// A loaded entry point, and whether its early_start launches may overlap the launch before
+// them: decided once at load (it was compiled for sm_90 or newer and KFORGE_EARLY_START is not
+// 0), not per call.
+struct KernelFunction {
+  CUfunction function = nullptr;
+  bool early_start = false;
+};
+
 // Entry point name -> function of a loaded module.
-using KernelFunctions = std::map<std::string, CUfunction>;
+using KernelFunctions = std::map<std::string, KernelFunction>;
 
 // A strided view for the kernel ABI. Sizes and strides are in elements; dims past `ndim` are
 // 1/0. `ndim` must be <= KF_MAX_DIMS (callers check).

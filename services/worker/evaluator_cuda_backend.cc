@@ -398,7 +398,7 @@ class CandidateEvaluation {
   std::optional<ReferenceRunner> runner_;
   std::optional<LaunchPlan> plan_;
   CUmodule module_ = nullptr;
-  std::map<std::string, CUfunction> functions_;
+  KernelFunctions functions_;
   std::vector<at::Tensor> captured_;  // on the GPU, target.input_names order
   int random_sets_ = 3;
   double eager_factor_ = 4;
@@ -499,17 +499,10 @@ std::optional<Failure> CandidateEvaluation::LoadModule() {
                              job_.compiled().arch(), " on a ", gpu_.info_.arch(), " GPU): ",
                              CuDescribe(r)));
   }
-  for (const std::string& entry : plan_->EntryPoints()) {
-    CUfunction f = nullptr;
-    r = cuModuleGetFunction(&f, module_, entry.c_str());
-    if (r != CUDA_SUCCESS) {
-      return Fail(v1::LAUNCH_ERROR,
-                  absl::StrCat("the launch plan names entry point '", entry,
-                               "', which the cubin lacks (", CuName(r),
-                               "); declare it extern \"C\" __global__"));
-    }
-    functions_[entry] = f;
-  }
+  absl::StatusOr<KernelFunctions> functions =
+      GetKernelFunctions(*gpu_.driver_, module_, plan_->EntryPoints());
+  if (!functions.ok()) return Fail(v1::LAUNCH_ERROR, std::string(functions.status().message()));
+  functions_ = *std::move(functions);
   return std::nullopt;
 }
 

@@ -399,7 +399,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_SPLIT_MIN_BLOCKS)
 // stream / scratch over the 20 fastest scratch configs and their twins: 0.969-0.974
 // (1x128x512x512), 0.994-0.996 (1x256x256x256; docs/benchmarks/2026-12-02-h200-stream-splits.md).
 // The engine's finishing phase becomes PHASE 3 of kf_row (kStreamAccesses): merge, finish,
-// store the row's statistics.
+// store the row's statistics. The engine's own output pass is never reached (kf_rows_apply
+// writes), so it stays as written.
 constexpr char kStreamHelpers[] = R"(
 // The finished statistics of each row, 16-byte aligned after the partials in scratch.
 __device__ __forceinline__ float2* kf_row_stats(const KfArgs& args, kf_i64 rows) {
@@ -1759,7 +1760,7 @@ class RowKernelGenerator : public KernelGenerator {
     } else if (stream) {
       absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch, kStreamHelpers,
                       StreamGeometry(p_),
-                      Rewritten(Rewritten(kRowEngine, kL2FinishAccesses), kStreamAccesses),
+                      Rewritten(kRowEngine, kStreamAccesses),
                       kStreamEntries);
     } else if (scratch && !per_row_) {
       absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch,
