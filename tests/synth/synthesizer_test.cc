@@ -1233,6 +1233,18 @@ TEST(SynthesizerTest, StreamSplitPlansTheOutputPassPerRowSpan) {
   EXPECT_EQ(resolved->launches[2].entry, "kf_rows_apply");
   EXPECT_EQ(resolved->launches[2].grid, (Dim3{2, 256, 1}));  // 8192 / (256 threads x 16)
   EXPECT_EQ(resolved->scratch_bytes, 256 * 4 * 16 + 256 * 8 + 16);
+  // The output pass's fast path for the captured call: its geometry as constants (8 channels
+  // a group of 1024 elements each, spans of 4096 tiling the 8192 columns).
+  for (const char* line :
+       {"#define KF_CAPTURED_APPLY 1\n", "#define KF_CAPTURED_ROWS 256\n",
+        "#define KF_CAPTURED_COLS 8192\n", "#define KF_CAPTURED_EXACT true\n",
+        "  ctx.c_first = (row % 32) * 8;\n", "  ctx.hw = 1024;\n"}) {
+    EXPECT_THAT(kernel->source, HasSubstr(line));
+  }
+  c.Set("rows_per_block", "32");  // spans of 16384 elements overrun the row
+  kernel = generator->Generate(c);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_EXACT false\n"));
   // A per-row op has no output pass to stream.
   auto sum = Bind(Sample(SampleTargets(v1::FLOAT32), "sum_last").target);
   ASSERT_NE(sum, nullptr);

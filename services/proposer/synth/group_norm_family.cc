@@ -64,6 +64,7 @@ class GroupNormFamily : public Family {
     KF_ASSIGN_OR_RETURN(p.eps, args.Float("eps", 4));
     p.rows = in.sizes(0) * p.groups;
     p.cols = p.rows > 0 ? Numel(in) / p.rows : 0;
+    p.shape_key = CapturedShapeKey(target);
     return MakeRowKernelGenerator(p, gpu);
   }
 };

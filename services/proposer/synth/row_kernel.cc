@@ -435,6 +435,35 @@ std::string StreamGeometry(const RowProblem& p) {
       body, "}\n");
 }
 
+std::string AffinePointers(const RowProblem& p);
+
+// The captured call's geometry for a stream split's output pass (kf_apply_captured): the
+// shape key that recognizes it, its rows and columns, whether its spans tile the rows exactly,
+// and kf_captured_ctx, kf_init_ctx with constants for the group's channels. Calls of 2^31
+// elements or more take the generic pass.
+std::string StreamCapturedCode(const RowProblem& p, int64_t span) {
+  std::string src = absl::StrCat(kCapturedShapeBegin, "\n");
+  if (p.shape_key == 0 || p.rows * p.cols >= (int64_t{1} << 31)) {
+    return absl::StrCat(src, "#define KF_CAPTURED_APPLY 0\n", kCapturedShapeEnd, "\n");
+  }
+  absl::StrAppend(&src, "#define KF_CAPTURED_APPLY 1\n#define KF_CAPTURED_SHAPE_KEY ",
+                  absl::StrFormat("0x%016xull", p.shape_key), "\n#define KF_CAPTURED_ROWS ",
+                  p.rows, "\n#define KF_CAPTURED_COLS ", p.cols, "\n#define KF_CAPTURED_EXACT ",
+                  p.cols % span == 0 ? "true" : "false",
+                  "\n__device__ __forceinline__ void kf_captured_ctx(KfRowCtx& ctx, const KfArgs& "
+                  "args, int row) {\n  ctx = KfRowCtx{};\n  ctx.row = row;\n"
+                  "  ctx.cols = KF_CAPTURED_COLS;\n",
+                  AffinePointers(p));
+  if (p.op == RowOp::kGroupNorm) {
+    const int64_t cg = p.channels / p.groups, hw = std::max<int64_t>(1, p.cols / cg);
+    const KfDivisor divisor = kf_divisor(static_cast<unsigned long long>(hw));
+    absl::StrAppend(&src, "  ctx.c_first = (row % ", p.groups, ") * ", cg, ";\n  ctx.hw = ", hw,
+                    ";\n  ctx.div32 = true;\n  ctx.hw_divisor = KfDivisor{", divisor.magic,
+                    "u, ", divisor.shift, "u};\n");
+  }
+  return absl::StrCat(src, "}\n", kCapturedShapeEnd, "\n");
+}
+
 constexpr std::pair<const char*, const char*> kStreamAccesses[] = {
     {"  if (PHASE == 2) {\n", "  if (PHASE >= 2) {\n"},
     {"  kf_finish<0>(s, ctx);\n#if KF_PASSES == 2",
@@ -463,60 +492,102 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_stats(KfArgs args
 // The output pass: blockIdx.y a row (striding past 65535 rows), blockIdx.x a span of
 // KF_UNROLL * KF_BLOCK vectors of it, a warp's lanes on consecutive vectors, so the grid walks
 // the tensor in address order, from its end: what the partial launch read last is still in L2,
-// so the first blocks' reads hit. A thread's work needs no division: the geometry from
-// products of sizes (kf_apply_geometry), the row's context set up once per block by thread 0
-// (its divisions and the row's statistics) while the block's input loads are in flight. Rows
-// hold whole vectors (the plan requires V to divide them).
+// so the first blocks' reads hit. Rows hold whole vectors (the plan requires V to divide them).
+// One row's span: its loads are issued before the wait for the statistics launch (no launch
+// of the split writes the input), then `get_ctx` gives the row's context, then the stores.
+// `exact`: every vector of the span is in the row.
+template <typename GetCtx>
+__device__ __forceinline__ void kf_apply_span(const KfArgs& args, kf_i64 row, kf_i64 cols,
+                                              kf_i64 c0, bool exact,
+                                              unsigned long long evict_first, GetCtx&& get_ctx) {
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + row * cols;
+  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + row * cols;
+  KfOutVals<KF_VEC> l[KF_UNROLL];
+#pragma unroll
+  for (int u = 0; u < KF_UNROLL; ++u) {
+    const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
+    if (exact || c < cols) {
+      const KfVec<TI, KF_VEC> raw = kf_load_l2<TI, KF_VEC>(xr + c, evict_first);
+#pragma unroll
+      for (int i = 0; i < KF_VEC; ++i) l[u].v[i] = kf_to_float(raw.v[i]);
+    }
+  }
+  kf_wait_previous();
+  const KfRowCtx ctx = get_ctx();
+#pragma unroll
+  for (int u = 0; u < KF_UNROLL; ++u) {
+    const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
+    if (exact || c < cols) kf_out_params<KF_VEC>(c, ctx, l[u].p);
+  }
+#pragma unroll
+  for (int u = 0; u < KF_UNROLL; ++u) {
+    const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
+    if (exact || c < cols) {
+      float o[KF_VEC];
+      kf_out_vec<KF_VEC>(l[u].v, c, l[u].p, ctx, o);
+      KfVec<TO, KF_VEC> packed;
+#pragma unroll
+      for (int i = 0; i < KF_VEC; ++i) packed.v[i] = kf_from_float<TO>(o[i]);
+      kf_store_l2<TO, KF_VEC>(yr + c, packed, evict_first);
+    }
+  }
+}
+
+#if KF_CAPTURED_APPLY
+// The captured call's output pass: its geometry is constants (kf_captured_ctx), so each
+// thread sets up its row's context itself (a shift or multiply-shift for the channel, the
+// row's statistics one broadcast load) where the generic pass has thread 0 pay 64-bit
+// divisions while the block waits at two barriers.
+__device__ __forceinline__ void kf_apply_captured(const KfArgs& args) {
+  const float2* stats = kf_row_stats(args, KF_CAPTURED_ROWS);
+  const int c0 = ((int)(gridDim.x - 1 - blockIdx.x) * (KF_UNROLL * KF_BLOCK) + (int)threadIdx.x) *
+                 KF_VEC;
+  const unsigned long long evict_first = kf_l2_policy(false);
+  for (int r = blockIdx.y; r < KF_CAPTURED_ROWS; r += gridDim.y) {
+    const int row = KF_CAPTURED_ROWS - 1 - r;
+    kf_apply_span(args, row, KF_CAPTURED_COLS, c0, KF_CAPTURED_EXACT, evict_first, [&] {
+      KfRowCtx ctx;
+      kf_captured_ctx(ctx, args, row);
+      const float2 ab = stats[row];
+      ctx.a = ab.x;
+      ctx.b = ab.y;
+      return ctx;
+    });
+  }
+}
+#endif
+
+// Any other call: the geometry from products of sizes (kf_apply_geometry), the row's context
+// set up once per block by thread 0 (its divisions and the row's statistics) while the block's
+// input loads are in flight.
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args) {
+#if KF_CAPTURED_APPLY
+  if (args.shape_key == KF_CAPTURED_SHAPE_KEY) {
+    kf_apply_captured(args);
+    return;
+  }
+#endif
   kf_i64 rows, cols;
   kf_apply_geometry(args, rows, cols);
   const float2* stats = kf_row_stats(args, rows);
-  const kf_i64 span = gridDim.x - 1 - blockIdx.x;
-  const kf_i64 c0 = (span * KF_UNROLL * KF_BLOCK + threadIdx.x) * KF_VEC;
+  const kf_i64 c0 = ((kf_i64)(gridDim.x - 1 - blockIdx.x) * KF_UNROLL * KF_BLOCK + threadIdx.x) *
+                    KF_VEC;
   __shared__ KfRowCtx row_ctx;
   const unsigned long long evict_first = kf_l2_policy(false);
   for (kf_i64 r = blockIdx.y; r < rows; r += gridDim.y) {
     const kf_i64 row = rows - 1 - r;
-    const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + row * cols;
-    TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + row * cols;
-    KfOutVals<KF_VEC> l[KF_UNROLL];
-#pragma unroll
-    for (int u = 0; u < KF_UNROLL; ++u) {
-      const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
-      if (c < cols) {
-        const KfVec<TI, KF_VEC> raw = kf_load_l2<TI, KF_VEC>(xr + c, evict_first);
-#pragma unroll
-        for (int i = 0; i < KF_VEC; ++i) l[u].v[i] = kf_to_float(raw.v[i]);
+    kf_apply_span(args, row, cols, c0, false, evict_first, [&] {
+      if (threadIdx.x == 0) {
+        KfRowCtx ctx;
+        kf_init_ctx(ctx, args, row, cols);
+        const float2 ab = stats[row];
+        ctx.a = ab.x;
+        ctx.b = ab.y;
+        row_ctx = ctx;
       }
-    }
-    kf_wait_previous();
-    if (threadIdx.x == 0) {
-      KfRowCtx ctx;
-      kf_init_ctx(ctx, args, row, cols);
-      const float2 ab = stats[row];
-      ctx.a = ab.x;
-      ctx.b = ab.y;
-      row_ctx = ctx;
-    }
-    __syncthreads();
-    const KfRowCtx ctx = row_ctx;
-#pragma unroll
-    for (int u = 0; u < KF_UNROLL; ++u) {
-      const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
-      if (c < cols) kf_out_params<KF_VEC>(c, ctx, l[u].p);
-    }
-#pragma unroll
-    for (int u = 0; u < KF_UNROLL; ++u) {
-      const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
-      if (c < cols) {
-        float o[KF_VEC];
-        kf_out_vec<KF_VEC>(l[u].v, c, l[u].p, ctx, o);
-        KfVec<TO, KF_VEC> packed;
-#pragma unroll
-        for (int i = 0; i < KF_VEC; ++i) packed.v[i] = kf_from_float<TO>(o[i]);
-        kf_store_l2<TO, KF_VEC>(yr + c, packed, evict_first);
-      }
-    }
+      __syncthreads();
+      return row_ctx;
+    });
     __syncthreads();  // every thread has its copy before thread 0 sets up the next row
   }
 }
@@ -721,7 +792,8 @@ __device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf
                          p.row_dims);
 }
 
-std::string ContextCode(const RowProblem& p) {
+// The statements of kf_init_ctx that point a row's context at the affine parameters.
+std::string AffinePointers(const RowProblem& p) {
   std::string init;
   if (p.weight_input >= 0) {
     absl::StrAppend(&init, "  ctx.w = reinterpret_cast<const TW*>(args.inputs[", p.weight_input,
@@ -731,6 +803,11 @@ std::string ContextCode(const RowProblem& p) {
     absl::StrAppend(&init, "  ctx.bias = reinterpret_cast<const TB*>(args.inputs[",
                     p.bias_input, "].data);\n");
   }
+  return init;
+}
+
+std::string ContextCode(const RowProblem& p) {
+  std::string init = AffinePointers(p);
   if (p.op == RowOp::kGroupNorm) {
     // Channels of group g are [g * C/G, (g+1) * C/G); each holds cols / (C/G) elements.
     absl::StrAppend(&init, absl::StrFormat(R"(  const kf_i64 cg = args.inputs[0].sizes[1] / %d;
@@ -1761,7 +1838,7 @@ class RowKernelGenerator : public KernelGenerator {
       absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch, kStreamHelpers,
                       StreamGeometry(p_),
                       Rewritten(kRowEngine, kStreamAccesses),
-                      kStreamEntries);
+                      StreamCapturedCode(p_, int64_t{rt} * rpb * vec * unroll), kStreamEntries);
     } else if (scratch && !per_row_) {
       absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch,
                       Rewritten(kRowEngine, kL2FinishAccesses),

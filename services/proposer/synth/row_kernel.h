@@ -45,9 +45,12 @@ struct RowProblem {
   int ndim = 1;
   int64_t groups = 1;  // group norm: num_groups
   int64_t channels = 0;  // group norm: C of the captured shape (for the prior only)
-  // The captured shape, for the prior and the checks only (never in the source).
+  // The captured shape, for the prior and the checks (and a stream split's captured path).
   int64_t rows = 1;
   int64_t cols = 1;
+  // The captured call's (CapturedShapeKey), which a stream split's output pass tests to take
+  // its fast path with the captured geometry as constants; 0: no fast path.
+  uint64_t shape_key = 0;
 };
 
 bool RowOpWritesRows(RowOp op);  // one value per row (reductions) vs every element

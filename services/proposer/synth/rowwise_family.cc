@@ -116,6 +116,7 @@ class RowwiseFamily : public Family {
       // eps=None means the epsilon of the accumulate type (fp32 for every covered dtype).
       KF_ASSIGN_OR_RETURN(p.eps, args.FloatOr("eps", 3, FLT_EPSILON));
     }
+    p.shape_key = CapturedShapeKey(target);
     return MakeRowKernelGenerator(p, gpu);
   }
 };
