@@ -61,8 +61,9 @@ first_picks_within stream "$DIR/st/w/main-1" gn-vae-128x512-fp32,gn-vae-256x256-
 # twins of 2026-12-02-captured-apply (call 1) its first picks ran within 1.05x (1.05-1.22x at
 # 0.935x, a scratch config first on 1x256x512^2 bf16).
 mkdir -p "$DIR/ca"
-tar xzf "$ROOT/docs/benchmarks/2026-12-02-captured-apply/call1-captured-apply-ab.tgz" -C "$DIR/ca" &&
-  tar xzf "$DIR/ca/ab/synth-configs-ab.tgz" -C "$DIR/ca" || fail "cannot unpack the captured-apply twins"
+CA=$ROOT/docs/benchmarks/2026-12-02-captured-apply/call1-captured-apply-ab.tgz
+tar xzf "$CA" -C "$DIR/ca" && tar xzf "$DIR/ca/ab/synth-configs-ab.tgz" -C "$DIR/ca" ||
+  fail "cannot unpack the captured-apply twins"
 first_picks_within captured-stream "$DIR/ca/main-1" \
   gn-vae-128x512-fp32,gn-vae-256x256-fp32,gn-vae-fp32,gn-bf16 1.05
 mkdir "$DIR/empty" "$DIR/other"
