@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/script.h>
 
+#include "common/launch_plan.h"
 #include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,9 +72,15 @@ TEST(RuntimeExportTest, TheManifestValidatesAndDescribesTheWinner) {
   EXPECT_EQ(k.inputs[0].dtype, "float32");
   EXPECT_EQ(k.inputs[0].sizes, (std::vector<int64_t>{64, 512}));
   EXPECT_EQ(k.inputs[0].strides, (std::vector<int64_t>{512, 1}));
-  EXPECT_TRUE(k.inputs[0].contiguous);        // softmax_rows.json requires it
+  EXPECT_TRUE(k.inputs[0].contiguous);        // softmax_two_launches.json requires it
   EXPECT_EQ(k.inputs[0].alignment_bytes, 16);  // max(plan's 4, what validation proved)
   EXPECT_EQ(k.int_args, (std::vector<int64_t>{-1}));  // dim; dtype None is not an ABI scalar
+  // The plan as validated: two launches through scratch, the second early_start.
+  absl::StatusOr<LaunchPlan> plan = LaunchPlan::Parse(k.launch_plan_json);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->launches().size(), 2u);
+  EXPECT_FALSE(plan->launches()[0].early_start);
+  EXPECT_TRUE(plan->launches()[1].early_start);
   ASSERT_EQ(k.binaries.size(), 1u);
   EXPECT_TRUE(k.binaries[0].validated);
   EXPECT_THAT(k.gpu_name, HasSubstr("SimulatedValidation"));

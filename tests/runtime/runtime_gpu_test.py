@@ -2,12 +2,13 @@
 """libkforge_runtime.so on a CUDA GPU (ctest label gpu: runtime_gpu_test).
 
 Uses the runtime_bundle fixture (tests/runtime/make_fixture.sh): the exported model of
-make_runtime_model.py whose softmax(dim=-1) calls tests/gpu/kernels/softmax_rows.cu (f32
-[64, 512], contiguous). Checks that the kernel runs (launch counted, output matches the
-original model), that each non-matching call falls back through the original operator with
-its reason counted — shape, dtype, stride (non-contiguous), alignment (misaligned pointer),
-requires_grad, arch_missing (a bundle with only sm_80 cubins on a newer GPU) — and that a
-CUDA graph captured over the optimized model replays correctly.
+make_runtime_model.py whose softmax(dim=-1) calls tests/gpu/kernels/softmax_two_launches.cu
+(f32 [64, 512], contiguous; two launches through scratch, the second early_start). Checks that
+the kernel runs (launch counted, output matches the original model), that each non-matching
+call falls back through the original operator with its reason counted — shape, dtype, stride
+(non-contiguous), alignment (misaligned pointer), requires_grad, arch_missing (a bundle with
+only sm_80 cubins on a newer GPU) — and that a CUDA graph captured over the optimized model
+(its early_start launch a programmatic edge of the graph) replays correctly.
 
     runtime_gpu_test.py --lib LIB --fixture DIR --kforge KFORGE --repo REPO
 """
