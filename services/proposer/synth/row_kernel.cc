@@ -449,7 +449,7 @@ std::string StreamCapturedCode(const RowProblem& p, int64_t span) {
   absl::StrAppend(&src, "#define KF_CAPTURED_APPLY 1\n#define KF_CAPTURED_SHAPE_KEY ",
                   absl::StrFormat("0x%016xull", p.shape_key), "\n#define KF_CAPTURED_ROWS ",
                   p.rows, "\n#define KF_CAPTURED_COLS ", p.cols, "\n#define KF_CAPTURED_EXACT ",
-                  p.cols % span == 0 ? "true" : "false",
+                  p.cols > 0 && p.cols % span == 0 ? "true" : "false",
                   "\n__device__ __forceinline__ void kf_captured_ctx(KfRowCtx& ctx, const KfArgs& "
                   "args, int row) {\n  ctx = KfRowCtx{};\n  ctx.row = row;\n"
                   "  ctx.cols = KF_CAPTURED_COLS;\n",
