@@ -44,7 +44,7 @@ struct RowProblem {
   int row_dims = 1;
   int ndim = 1;
   int64_t groups = 1;  // group norm: num_groups
-  int64_t channels = 0;  // group norm: C of the captured shape (for the prior only)
+  int64_t channels = 0;  // group norm: C of the captured shape (the prior, the captured path)
   // The captured shape, for the prior and the checks (and a stream split's captured path).
   int64_t rows = 1;
   int64_t cols = 1;
