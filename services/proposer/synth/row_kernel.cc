@@ -1292,8 +1292,8 @@ class RowKernelGenerator : public KernelGenerator {
   Config Canonicalize(const Config& in) const override {
     Config c = in;
     if (c.GetInt("split") == 1) c.Set("split_mode", "scratch");
-    const bool scratch_split = c.GetInt("split") > 1 && (c.Get("split_mode") == "scratch" ||
-                                                         c.Get("split_mode") == "stream");
+    const bool scratch_split =
+        (c.GetInt("split") > 1 && c.Get("split_mode") == "scratch") || Stream(c);
     const bool one_pass_split = scratch_split || Sync(c);
     if (!per_row_) {
       if (scratch_split) c.Set("cache", "none");
