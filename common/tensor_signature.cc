@@ -1,8 +1,11 @@
 #include "common/tensor_signature.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace kforge {
 
@@ -93,6 +96,38 @@ v1::TensorSignature DenseSignature(const std::vector<int64_t>& sizes, v1::DType 
   sig.set_dtype(dtype);
   sig.set_device(device);
   return sig;
+}
+
+int AliasedInput(const v1::Target& target, int output) {
+  if (target.nodes_size() != 1) return -1;
+  const v1::SubgraphNode& node = target.nodes(0);
+  const std::string& schema = node.schema();
+  // The returns after "->": "Tensor(a!)" or "(Tensor(a!) values, Tensor indices)".
+  const size_t arrow = schema.rfind("->");
+  if (arrow == std::string::npos) return -1;
+  const std::vector<std::string> returns =
+      absl::StrSplit(absl::string_view(schema).substr(arrow + 2), ',');
+  if (output < 0 || output >= static_cast<int>(returns.size())) return -1;
+  absl::string_view ret = absl::StripAsciiWhitespace(returns[output]);
+  absl::ConsumePrefix(&ret, "(");
+  const size_t open = ret.find("Tensor(");
+  const size_t bang = ret.find("!)");
+  if (open != 0 || bang == std::string::npos) return -1;
+  const std::string annotation(ret.substr(0, bang + 2));  // "Tensor(a!)"
+  // The argument written under the same letter: "Tensor(a!) self".
+  const size_t args_open = schema.find('(');
+  const size_t at = schema.find(annotation + " ", args_open);
+  if (args_open == std::string::npos || at == std::string::npos || at > arrow) return -1;
+  const size_t name_begin = at + annotation.size() + 1;
+  const size_t name_end = schema.find_first_of(",)=", name_begin);
+  const std::string name = schema.substr(name_begin, name_end - name_begin);
+  for (const v1::Argument& arg : node.args()) {
+    if (arg.name() != name || arg.kind_case() != v1::Argument::kTensor) continue;
+    for (int i = 0; i < target.input_names_size(); ++i) {
+      if (target.input_names(i) == arg.tensor()) return i;
+    }
+  }
+  return -1;
 }
 
 v1::Target ForCudaKernels(v1::Target target) {

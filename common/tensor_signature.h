@@ -24,6 +24,10 @@ bool IsContiguous(const v1::TensorSignature& sig);
 // A target captured on the CPU, as the CUDA kernels written for it see it: the same
 // signature on a CUDA device (the evaluator puts the captured inputs on its GPU).
 v1::Target ForCudaKernels(v1::Target target);
+// The target input that output `output` of a one-node target is written into: an in-place op
+// (`aten::add_.Tensor(Tensor(a!) self, ...) -> Tensor(a!)`) returns the argument its schema
+// marks written with the same alias letter. -1 when the output is a tensor of its own.
+int AliasedInput(const v1::Target& target, int output);
 // ScalarValue constructors, for code that builds targets by hand (tests, benchmarks).
 namespace scalar {
 v1::ScalarValue Int(int64_t v);

@@ -49,7 +49,9 @@ json KernelJson(const BundleKernel& k) {
   }
   json outputs = json::array();
   for (const OutputSpec& o : k.outputs) {
-    outputs.push_back({{"dtype", o.dtype}, {"sizes", o.sizes}, {"strides", o.strides}});
+    json out = {{"dtype", o.dtype}, {"sizes", o.sizes}, {"strides", o.strides}};
+    if (o.aliases_input >= 0) out["aliases_input"] = o.aliases_input;
+    outputs.push_back(std::move(out));
   }
   json binaries = json::array();
   for (const KernelBinary& b : k.binaries) {
@@ -180,6 +182,9 @@ absl::StatusOr<BundleKernel> ParseKernel(const Reader& r, const json& j, const s
     for (absl::Status s : {r.Get(out, p, "dtype", &o.dtype), r.Get(out, p, "sizes", &o.sizes),
                            r.Get(out, p, "strides", &o.strides)}) {
       if (!s.ok()) return s;
+    }
+    if (out.contains("aliases_input")) {
+      if (absl::Status s = r.Get(out, p, "aliases_input", &o.aliases_input); !s.ok()) return s;
     }
     k.outputs.push_back(std::move(o));
   }
@@ -372,6 +377,14 @@ absl::Status ValidateManifest(const BundleManifest& m, const std::string& where)
       if (absl::Status s = check_tensor(absl::StrCat(p, ".outputs[", j, "]"), o.dtype, o.sizes, o.strides);
           !s.ok()) {
         return s;
+      }
+      if (o.aliases_input >= 0) {
+        const std::string ap = absl::StrCat(p, ".outputs[", j, "].aliases_input");
+        if (o.aliases_input >= static_cast<int>(k.inputs.size())) return error(ap, "no such input");
+        const TensorGuard& in = k.inputs[o.aliases_input];
+        if (in.dtype != o.dtype || in.sizes != o.sizes || in.strides != o.strides) {
+          return error(ap, "the input's dtype, sizes and strides differ from the output's");
+        }
       }
     }
     if (absl::StatusOr<LaunchPlan> plan = LaunchPlan::Parse(k.launch_plan_json); !plan.ok()) {

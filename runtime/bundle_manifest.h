@@ -39,11 +39,13 @@ struct TensorGuard {
   int64_t alignment_bytes = 16;   // data pointer alignment the kernel may assume
 };
 
-// An output the runtime allocates (from the caching allocator) before the launch.
+// An output the runtime allocates (from the caching allocator) before the launch, or, for an
+// in-place op (`relu_`, `add_`), the input the kernel writes it into.
 struct OutputSpec {
   std::string dtype;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
+  int aliases_input = -1;  // that input's index; written to the manifest only when >= 0
 };
 
 // A compiled form of the kernel for one GPU architecture.

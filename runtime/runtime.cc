@@ -356,7 +356,10 @@ FallbackReason Launch(Bundle& bundle, KernelState& k, c10::ArrayRef<at::Tensor> 
       case KF_UINT8: type = at::kByte; break;
       case KF_BOOL: type = at::kBool; break;
     }
-    at::Tensor out = at::empty_strided(o.sizes, o.strides, on_device.dtype(type));
+    // In place: the guards proved the input has the output's dtype, sizes and strides.
+    at::Tensor out = o.aliases_input >= 0
+                         ? inputs[o.aliases_input]
+                         : at::empty_strided(o.sizes, o.strides, on_device.dtype(type));
     args.outputs[j] = MakeKfTensor(out.data_ptr(), kf_dtype, o.sizes.data(), o.strides.data(),
                                    static_cast<int>(o.sizes.size()));
     outputs->push_back(std::move(out));

@@ -19,6 +19,7 @@
 #include "common/launch_plan.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/tensor_signature.h"
 #include "google/protobuf/util/json_util.h"
 #include "kforge/runtime.h"
 #include "kforge/v1/proposer.pb.h"
@@ -337,11 +338,15 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
       g.alignment_bytes = std::max(plan.requirements().alignment_bytes, kMinProvenAlignment);
       k.inputs.push_back(std::move(g));
     }
-    for (const v1::TensorSignature& sig : w.target.outputs()) {
+    for (int j = 0; j < w.target.outputs_size(); ++j) {
+      const v1::TensorSignature& sig = w.target.outputs(j);
       OutputSpec o;
       o.dtype = KfDtypeName(static_cast<int>(sig.dtype()));
       o.sizes.assign(sig.sizes().begin(), sig.sizes().end());
       o.strides = DenseStrides(o.sizes, StridesOf(sig));
+      o.aliases_input = AliasedInput(w.target, j);
+      // The memory written is that input's: its strides (size-1 dims may carry any).
+      if (o.aliases_input >= 0) o.strides = k.inputs[o.aliases_input].strides;
       k.outputs.push_back(std::move(o));
     }
     k.int_args = runner.scalar_args().ints;

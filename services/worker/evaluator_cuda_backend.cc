@@ -33,6 +33,7 @@
 #include "common/launch_plan.h"
 #include "common/op_cost.h"
 #include "common/status.h"
+#include "common/tensor_signature.h"
 #include "common/tensor_io.h"
 #include "services/worker/abandoned_capture.h"
 #include "services/worker/evaluator_guards.h"
@@ -663,6 +664,24 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
   KfArgs args;
   if (auto f = FillArgs(in_views, out_views, scratch.view, &args)) return tag(*f);
 
+  // Output j against the truth, within the dtype's tolerance and eager's own error.
+  auto judge = [&](size_t j, const at::Tensor& out,
+                   const std::string& label) -> std::optional<Failure> {
+    const Tolerance tol = DtypeTolerance(out.scalar_type());
+    ErrorStats err = MeasureError(out, truth[j], tol, (*eager)[j]);
+    AccuracyJudgement judged = JudgeAccuracy(err, eager_error[j], eager_factor_, tol);
+    if (judged.pass) return std::nullopt;
+    Failure f = Fail(v1::MISMATCH, absl::StrCat("output ", j, ": ", judged.message, label));
+    f.diagnostics.set_output_index(static_cast<int32_t>(j));
+    f.diagnostics.set_first_bad_index(err.nonfinite_index >= 0 ? err.nonfinite_index
+                                                               : err.worst_index);
+    f.diagnostics.set_max_abs_error(err.max_abs);
+    f.diagnostics.set_max_rel_error(err.max_rel);
+    f.diagnostics.set_tolerance(judged.allowed);
+    f.diagnostics.set_eager_error(eager_error[j].max_normalized);
+    return f;
+  };
+
   std::vector<at::Tensor> first_run;
   for (int run = 0; run < runs; ++run) {
     Poison poison = run % 2 == 0 ? Poison::kA : Poison::kB;
@@ -720,20 +739,8 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
         f.diagnostics.set_first_bad_index(unwritten);
         return tag(f);
       }
-      Tolerance tol = DtypeTolerance(out.scalar_type());
-      ErrorStats err = MeasureError(out, truth[j], tol, (*eager)[j]);
-      AccuracyJudgement judged = JudgeAccuracy(err, eager_error[j], eager_factor_, tol);
-      if (!judged.pass) {
-        Failure f = Fail(v1::MISMATCH, absl::StrCat("output ", j, ": ", judged.message, run_label));
-        f.diagnostics.set_output_index(static_cast<int32_t>(j));
-        f.diagnostics.set_first_bad_index(err.nonfinite_index >= 0 ? err.nonfinite_index
-                                                                   : err.worst_index);
-        f.diagnostics.set_max_abs_error(err.max_abs);
-        f.diagnostics.set_max_rel_error(err.max_rel);
-        f.diagnostics.set_tolerance(judged.allowed);
-        f.diagnostics.set_eager_error(eager_error[j].max_normalized);
-        return tag(f);
-      }
+      const Tolerance tol = DtypeTolerance(out.scalar_type());
+      if (auto f = judge(j, out, run_label)) return tag(*f);
       if (run > 0) {
         // Runs must agree bit for bit or within rounding; a moving error is a race.
         int64_t differs = FindBitDifference(first_run[j], out);
@@ -757,6 +764,35 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
     if (run == 0) {
       for (const at::Tensor& out : out_views) first_run.push_back(out.clone());
     }
+  }
+  // An in-place op's output is the input it writes (AliasedInput): the runtime passes that
+  // input's memory as the output too, so the kernel runs once more that way, where a kernel
+  // that reads an element after another thread wrote it shows. The runs above kept the inputs
+  // pristine.
+  for (size_t j = 0; j < out_views.size(); ++j) {
+    const int k = AliasedInput(target_, static_cast<int>(j));
+    if (k < 0) continue;
+    if (k >= static_cast<int>(in_views.size()) ||
+        in_views[k].scalar_type() != out_views[j].scalar_type() ||
+        in_views[k].sizes() != out_views[j].sizes() ||
+        in_views[k].strides() != out_views[j].strides()) {
+      return tag(Fail(v1::NOT_EVALUATED,
+                      absl::StrCat("output ", j, " is written into input ", k, " in place, "
+                                   "whose dtype, sizes or strides differ from the output's; "
+                                   "in-place kernels need a dense input")));
+    }
+    std::vector<at::Tensor> aliased_outs = out_views;
+    aliased_outs[j] = in_views[k];
+    KfArgs aliased;
+    if (auto f = FillArgs(in_views, aliased_outs, scratch.view, &aliased)) return tag(*f);
+    if (auto f = Launch(plan, aliased)) return tag(*f);
+    if (auto f = Sync()) return tag(*f);
+    if (std::string d = CanaryDamage(in_bufs[k]); !d.empty()) {
+      return tag(Fail(v1::OUT_OF_BOUNDS, d + " (run in place)"));
+    }
+    const std::string label =
+        absl::StrCat(" (run in place: output ", j, " in input ", k, "'s memory)");
+    if (auto f = judge(j, in_views[k], label)) return tag(*f);
   }
   return std::nullopt;
 }
@@ -816,8 +852,8 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
   std::optional<absl::Status> eager_error;
   auto run_eager = [&]() {
     Set& set = sets[eager_turn++ % sets.size()];
-    absl::StatusOr<std::vector<at::Tensor>> r =
-        runner_->Run(set.inputs, ReferenceRunner::Precision::kNative);
+    absl::StatusOr<std::vector<at::Tensor>> r = runner_->Run(
+        set.inputs, ReferenceRunner::Precision::kNative, ReferenceRunner::Writes::kInPlace);
     if (!r.ok()) eager_error = r.status();
   };
   auto flush = [&]() -> std::optional<Failure> {

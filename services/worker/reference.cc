@@ -164,7 +164,7 @@ absl::StatusOr<ReferenceRunner> ReferenceRunner::Create(const v1::Target& target
       return absl::NotFoundError(absl::StrCat(
           where, ": the dispatcher knows no such operator; check the op and overload names"));
     }
-    Node resolved{*op, {}, {}, {}, {node.outputs().begin(), node.outputs().end()}};
+    Node resolved{*op, {}, {}, {}, {}, {node.outputs().begin(), node.outputs().end()}};
     std::map<std::string, const v1::Argument*> by_name;
     for (const v1::Argument& arg : node.args()) by_name[arg.name()] = &arg;
     const c10::FunctionSchema& schema = op->schema();
@@ -205,6 +205,7 @@ absl::StatusOr<ReferenceRunner> ReferenceRunner::Create(const v1::Target& target
       resolved.tensor_names.push_back(tensor_name);
       resolved.constants.push_back(std::move(constant));
       resolved.is_dtype.push_back(type->kind() == c10::TypeKind::ScalarTypeType);
+      resolved.written.push_back(formal.alias_info() != nullptr && formal.alias_info()->isWrite());
     }
     for (const std::string& out : resolved.outputs) defined[out] = true;
     runner.nodes_.push_back(std::move(resolved));
@@ -219,7 +220,7 @@ absl::StatusOr<ReferenceRunner> ReferenceRunner::Create(const v1::Target& target
 }
 
 absl::StatusOr<std::vector<at::Tensor>> ReferenceRunner::Run(
-    const std::vector<at::Tensor>& inputs, Precision precision) const {
+    const std::vector<at::Tensor>& inputs, Precision precision, Writes writes) const {
   if (inputs.size() != input_names_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("reference: the target has ",
                                                    input_names_.size(), " inputs, got ",
@@ -238,7 +239,9 @@ absl::StatusOr<std::vector<at::Tensor>> ReferenceRunner::Run(
       stack.reserve(node.constants.size());
       for (size_t a = 0; a < node.constants.size(); ++a) {
         if (!node.tensor_names[a].empty()) {
-          stack.push_back(values.at(node.tensor_names[a]));
+          const c10::IValue& value = values.at(node.tensor_names[a]);
+          const bool copy = writes == Writes::kToCopies && node.written[a] && value.isTensor();
+          stack.push_back(copy ? c10::IValue(value.toTensor().clone()) : value);
           continue;
         }
         c10::IValue constant = node.constants[a];

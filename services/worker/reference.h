@@ -27,6 +27,10 @@ struct ScalarArgs {
 class ReferenceRunner {
  public:
   enum class Precision { kNative, kFloat64 };
+  // What an op that writes an argument (an in-place op, `Tensor(a!) self`) writes into: a copy
+  // of that input, so the caller's inputs stay as they were (validation), or the input itself,
+  // as the model runs it (eager timing, where a copy would be timed too).
+  enum class Writes { kToCopies, kInPlace };
 
   // Resolves every node's operator and checks that each argument is bound. NOT_FOUND names
   // an operator the dispatcher does not know; INVALID_ARGUMENT an argument that is missing
@@ -37,7 +41,8 @@ class ReferenceRunner {
   // (target.output_names order). kFloat64 casts floating inputs to float64 and floating
   // dtype arguments to torch.float64, so the result is as exact as float64 allows.
   absl::StatusOr<std::vector<at::Tensor>> Run(const std::vector<at::Tensor>& inputs,
-                                              Precision precision) const;
+                                              Precision precision,
+                                              Writes writes = Writes::kToCopies) const;
 
   const ScalarArgs& scalar_args() const { return scalar_args_; }
 
@@ -48,6 +53,7 @@ class ReferenceRunner {
     std::vector<std::string> tensor_names;  // empty name: constant below
     std::vector<c10::IValue> constants;
     std::vector<bool> is_dtype;  // a ScalarType argument (raised to float64 in kFloat64)
+    std::vector<bool> written;   // a tensor argument the op writes (its schema's `(a!)`)
     std::vector<std::string> outputs;
   };
 

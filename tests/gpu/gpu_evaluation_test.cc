@@ -170,6 +170,25 @@ TEST_F(GpuEvaluationTest, CorrectGroupNormPasses) {
   EXPECT_GT(r.eager().median_s(), 0);
 }
 
+// aten::add_ (in place): the kernel also runs with its output in self's memory, as the
+// runtime launches it. Launching add_in_place.cu twice (add_twice.json) is right when the
+// output is memory of its own and wrong in place, where the second launch reads the first's
+// sums: x + 2 * other.
+TEST_F(GpuEvaluationTest, InPlaceTargetsAlsoRunInPlace) {
+  const std::string inputs = Serialize({at::randn({512, 1024}), at::randn({512, 1024})});
+  const v1::Target target = testing::AddInPlaceTarget(512, 1024);
+  v1::EvaluationResult good = Run(target, inputs, "add_in_place.cu", "add_in_place.json",
+                                  /*timing=*/true, 60, false, false);
+  ASSERT_EQ(good.verdict(), v1::PASS) << Describe(good);
+  EXPECT_GT(good.candidate().median_s(), 0);
+  EXPECT_GT(good.eager().median_s(), 0);
+  v1::EvaluationResult twice = Run(target, inputs, "add_in_place.cu", "add_twice.json",
+                                   /*timing=*/false, 60, false, false);
+  EXPECT_EQ(twice.verdict(), v1::MISMATCH) << Describe(twice);
+  EXPECT_NE(twice.diagnostics().message().find("run in place"), std::string::npos)
+      << Describe(twice);
+}
+
 TEST_F(GpuEvaluationTest, UnwrittenLastElement) {
   ExpectRejected("softmax_unwritten_last.cu", {v1::UNWRITTEN_OUTPUT}, "captured");
   v1::EvaluationResult r = Softmax("softmax_unwritten_last.cu");

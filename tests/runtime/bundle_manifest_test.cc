@@ -76,8 +76,27 @@ TEST(BundleManifestTest, RoundTripsEveryField) {
   EXPECT_EQ(k.constants["dim"], -1);
   EXPECT_EQ(k.speedup, 2.5);
   EXPECT_EQ(back->notes, m.notes);
+  EXPECT_EQ(k.outputs[0].aliases_input, -1);
+  EXPECT_EQ(text.find("aliases_input"), std::string::npos);  // written only when in place
   // Deterministic text: the bundle id is a function of the content only.
   EXPECT_EQ(ManifestToJson(*back), text);
+}
+
+// An in-place kernel (relu_, add_) writes its output into an input: the manifest names it.
+TEST(BundleManifestTest, AnInPlaceOutputNamesTheInputItIsWrittenInto) {
+  BundleManifest m = SampleManifest();
+  m.kernels[0].outputs[0].aliases_input = 0;
+  absl::StatusOr<BundleManifest> back = ParseManifest(ManifestToJson(m), "manifest.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->kernels[0].outputs[0].aliases_input, 0);
+
+  m.kernels[0].outputs[0].aliases_input = 1;
+  EXPECT_THAT(ParseManifest(ManifestToJson(m), "m.json").status().message(),
+              HasSubstr("kernels[0].outputs[0].aliases_input: no such input"));
+  m.kernels[0].outputs[0].aliases_input = 0;
+  m.kernels[0].outputs[0].dtype = "bfloat16";
+  EXPECT_THAT(ParseManifest(ManifestToJson(m), "m.json").status().message(),
+              HasSubstr("the input's dtype, sizes and strides differ from the output's"));
 }
 
 TEST(BundleManifestTest, RefusesWhatTheRuntimeCannotUseNamingTheField) {

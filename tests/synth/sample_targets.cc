@@ -37,6 +37,11 @@ class TargetBuilder {
     *target_.add_inputs() = sig;
     return *this;
   }
+  // The schema string capture records; the one the in-place ops need (AliasedInput reads it).
+  TargetBuilder& Schema(std::string schema) {
+    node_->set_schema(std::move(schema));
+    return *this;
+  }
   TargetBuilder& Scalar(const std::string& name, const v1::ScalarValue& value) {
     v1::Argument* arg = node_->add_args();
     arg->set_name(name);
@@ -304,6 +309,16 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("softplus", "elementwise",
         TargetBuilder("aten::softplus", "").Tensor("self", Dense(x, t)).Scalar("beta", Float(2))
             .Scalar("threshold", Int(1)).Output(Dense(x, t)));
+    // In place (ResNet's ReLU(inplace=True) and residual `out += identity`): the output is self.
+    add("relu_in_place", "elementwise",
+        TargetBuilder("aten::relu_", "").Schema("aten::relu_(Tensor(a!) self) -> Tensor(a!)")
+            .Tensor("self", Dense(x, t)).Output(Dense(x, t)));
+    add("add_in_place", "elementwise",
+        TargetBuilder("aten::add_", "Tensor")
+            .Schema("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
+                    "Tensor(a!)")
+            .Tensor("self", Dense(x, t)).Tensor("other", Dense(x, t)).Scalar("alpha", Int(1))
+            .Output(Dense(x, t)));
     // An RMS norm's square: hidden.pow(2).
     add("pow_square", "elementwise",
         TargetBuilder("aten::pow", "Tensor_Scalar").Tensor("self", Dense(x, t))

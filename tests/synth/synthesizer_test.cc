@@ -154,8 +154,8 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
   }
   {
     v1::Target t = Sample(samples, "relu").target;
-    t.mutable_nodes(0)->set_op("aten::relu_");
-    EXPECT_THAT(Refusal(t), HasSubstr("no synthesizer family covers aten::relu_"));
+    t.mutable_nodes(0)->set_op("aten::relu_");  // in place, but no schema that says so
+    EXPECT_THAT(Refusal(t), HasSubstr("does not write the output into self"));
   }
   {
     v1::Target t = Sample(samples, "relu").target;
@@ -327,6 +327,23 @@ TEST(SynthesizerTest, ArithmeticByANumberBakesItIntoAOneInputKernel) {
     if (arg.name() == "other") arg.mutable_scalar()->set_string_value("x");
   }
   EXPECT_THAT(Refusal(t), HasSubstr("other"));
+}
+
+// In-place forms (relu_, add_) bind as the functional op, the output being self (the
+// evaluator also runs them in place); one whose schema does not say so is refused.
+TEST(SynthesizerTest, InPlaceFormsBindWhenTheirSchemaWritesSelf) {
+  for (const char* name : {"relu_in_place", "add_in_place"}) {
+    v1::Target t = Sample(SampleTargets(v1::FLOAT32), name).target;
+    auto generator = testing::BindForTest(t);
+    ASSERT_NE(generator, nullptr) << name;
+    const std::vector<Config> configs = testing::ValidSample(*generator, 1, 1);
+    ASSERT_EQ(configs.size(), 1u);
+    auto kernel = generator->Generate(configs[0]);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(kernel->source, HasSubstr("in place"));
+    t.mutable_nodes(0)->clear_schema();
+    EXPECT_THAT(Refusal(t), HasSubstr("does not write the output into self")) << name;
+  }
 }
 
 // A one-element float64 tensor on the device (a scale the model keeps there): the kernel

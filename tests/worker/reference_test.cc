@@ -72,6 +72,26 @@ TEST(ReferenceRunnerTest, ATensorArgumentRecordedAsANumberIsItsZeroDimTensor) {
       << bad.status();
 }
 
+// An in-place op writes a copy of the input its schema marks written, so validation's inputs
+// stay as captured; eager timing runs it in place, as the model does.
+TEST(ReferenceRunnerTest, InPlaceOpWritesACopyUnlessAskedToWriteInPlace) {
+  absl::StatusOr<ReferenceRunner> runner = ReferenceRunner::Create(testing::AddInPlaceTarget(4, 8));
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  const at::Tensor x = at::randn({4, 8}), y = at::randn({4, 8});
+  const at::Tensor x_before = x.clone();
+  for (auto precision : {ReferenceRunner::Precision::kNative, ReferenceRunner::Precision::kFloat64}) {
+    auto out = runner->Run({x, y}, precision);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_TRUE(at::allclose((*out)[0].to(at::kFloat), x_before + y));
+    EXPECT_TRUE(x.equal(x_before));
+  }
+  auto in_place = runner->Run({x, y}, ReferenceRunner::Precision::kNative,
+                              ReferenceRunner::Writes::kInPlace);
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  EXPECT_TRUE(x.equal(x_before + y));
+  EXPECT_EQ((*in_place)[0].data_ptr(), x.data_ptr());
+}
+
 TEST(ReferenceRunnerTest, SoftmaxScalarArgsInSchemaOrder) {
   absl::StatusOr<ReferenceRunner> runner = ReferenceRunner::Create(SoftmaxTarget(4, 8));
   ASSERT_TRUE(runner.ok()) << runner.status();

@@ -74,6 +74,31 @@ inline v1::Target SoftmaxTarget(int64_t rows, int64_t cols, v1::DType dtype = v1
   return t;
 }
 
+// aten::add_.Tensor(self, other, alpha=1) on two [rows, cols] tensors: an in-place op, whose
+// output is `self` written (ResNet's residual `out += identity`).
+inline v1::Target AddInPlaceTarget(int64_t rows, int64_t cols, v1::DType dtype = v1::FLOAT32) {
+  v1::Target t;
+  t.set_id("test-add-in-place");
+  v1::SubgraphNode* node = t.add_nodes();
+  node->set_op("aten::add_");
+  node->set_overload("Tensor");
+  node->set_schema(
+      "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+  *node->add_args() = TensorArg("self", "in0");
+  *node->add_args() = TensorArg("other", "in1");
+  *node->add_args() = IntArg("alpha", 1);
+  node->add_outputs("out0");
+  for (const char* name : {"in0", "in1"}) {
+    t.add_input_names(name);
+    *t.add_inputs() = Contiguous({rows, cols}, dtype);
+  }
+  t.add_output_names("out0");
+  *t.add_outputs() = Contiguous({rows, cols}, dtype);
+  t.set_family("elementwise");
+  t.set_min_bytes_moved(3 * rows * cols * (dtype == v1::FLOAT32 ? 4 : 2));
+  return t;
+}
+
 // aten::group_norm(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps,
 // bool cudnn_enabled) on NCHW with affine weight and bias.
 inline v1::Target GroupNormTarget(int64_t n, int64_t c, int64_t h, int64_t w, int64_t groups) {

@@ -1,5 +1,4 @@
 // Prompt builder for the LLM proposers.
-#include "common/tensor_signature.h"
 #include "services/proposer/llm/prompt_builder.h"
 
 #include <cmath>
@@ -10,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/tensor_signature.h"
 #include "services/proposer/llm/aten_op_descriptions.h"
 #include "services/proposer/llm/embedded_docs.h"
 #include "services/proposer/llm/string_view_compat.h"
@@ -158,6 +158,12 @@ void AppendTarget(const v1::Target& target, std::string& out) {
     const std::string name = j < target.output_names_size() ? target.output_names(j) : "";
     absl::StrAppend(&out, "- outputs[", j, "] `", name, "`: ", DescribeTensor(target.outputs(j)),
                     "\n");
+    if (const int k = AliasedInput(target, j); k >= 0) {
+      absl::StrAppend(&out, "  The op works in place: in the model outputs[", j,
+                      "] is the same memory as inputs[", k, "] (it is also validated that "
+                      "way), so read every element of inputs[", k, "] before any thread "
+                      "writes it, and write through outputs[", j, "] only.\n");
+    }
   }
   AppendScalarLayout(target, out);
   if (!target.shape_symbols().empty()) {

@@ -6,7 +6,8 @@
 // groups, device/broadcast_groups.cuh), by a number (a traced Python number the capture
 // recorded, or a Scalar argument; baked into the kernel) or by a one-element float64 tensor on
 // the device (read by the kernel), masked_fill with a number under a broadcast bool mask, and
-// where between a tensor and a number.
+// where between a tensor and a number; and their in-place forms (relu_, add_, ...), the output
+// being self.
 // Flat inputs and broadcasts along whole last-dim runs take the vectorized path; anything else
 // the per-element path. An input broadcast over whole output rows (a mask, a bias) may be
 // loaded once for several rows (`reuse`, kf_reuse_rows), and any broadcast input under an L2
@@ -16,11 +17,13 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "common/tensor_signature.h"
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
@@ -907,29 +910,49 @@ int64_t ReuseInner(const ElementwiseProblem& p) {
   return inner > 1 ? inner : 0;
 }
 
+// Ops of the family that aten has no in-place form of.
+constexpr std::string_view kNoInPlaceForm[] = {"aten::to", "aten::where", "aten::rsub",
+                                               "aten::softplus", "aten::relu6"};
+
 class ElementwiseFamily : public Family {
  public:
   std::string Name() const override { return "elementwise"; }
   std::vector<std::string> Ops() const override {
-    return {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
-            "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
-            "aten::sin",  "aten::cos",  "aten::log",  "aten::log1p",   "aten::reciprocal",
-            "aten::erf",  "aten::hardsigmoid", "aten::hardswish", "aten::mish",
-            "aten::pow",  "aten::to",   "aten::leaky_relu", "aten::clamp", "aten::clamp_min",
-            "aten::clamp_max", "aten::hardtanh", "aten::relu6", "aten::elu", "aten::softplus",
-            "aten::add",  "aten::sub",  "aten::rsub", "aten::mul",  "aten::div",
-            "aten::masked_fill", "aten::where"};
+    std::vector<std::string> ops = {
+        "aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
+        "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
+        "aten::sin",  "aten::cos",  "aten::log",  "aten::log1p",   "aten::reciprocal",
+        "aten::erf",  "aten::hardsigmoid", "aten::hardswish", "aten::mish",
+        "aten::pow",  "aten::to",   "aten::leaky_relu", "aten::clamp", "aten::clamp_min",
+        "aten::clamp_max", "aten::hardtanh", "aten::relu6", "aten::elu", "aten::softplus",
+        "aten::add",  "aten::sub",  "aten::rsub", "aten::mul",  "aten::div",
+        "aten::masked_fill", "aten::where"};
+    // The in-place forms (relu_, add_, ...: `inplace=True` modules, `x += y`), where aten has
+    // them: the same kernel, its output in self's memory (kf_run reads each element before
+    // the same thread writes it).
+    for (size_t i = 0, n = ops.size(); i < n; ++i) {
+      const bool has_form = std::find(std::begin(kNoInPlaceForm), std::end(kNoInPlaceForm),
+                                      ops[i]) == std::end(kNoInPlaceForm);
+      if (has_form) ops.push_back(ops[i] + "_");
+    }
+    return ops;
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
     KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
-    const std::string op = args.OpName();
+    std::string op = args.OpName();
     ElementwiseProblem p;
     p.name = op;
     if (!op.empty() && op.back() == '_') {
-      return absl::UnimplementedError(absl::StrCat(
-          target.nodes(0).op(), " works in place; the synthesizer writes separate outputs"));
+      // In place: self (input 0, dense like every input here) is the output.
+      if (AliasedInput(target, 0) != 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            target.nodes(0).op(), ": its schema does not write the output into self, input 0 "
+            "of the target; re-capture the model"));
+      }
+      op.pop_back();
+      p.name = absl::StrCat(op, " in place");
     }
     // The one-input ops without arguments.
     static const auto* const kPlainUnary = new std::map<std::string, UnaryOp>{
