@@ -15,6 +15,7 @@
 #   KFORGE_GPU_MODELS="resnet50_b32 qwen3"   which models (default: all below)
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
+#   KFORGE_GPU_OPTIMIZE_OPS=aten::relu_,...  only targets of these ops (kforge optimize --ops)
 #   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
 #   KFORGE_GPU_OPTIMIZE_LANES=N              models run N at a time, each lane on a GPU of its
 #                                            own (default: one lane per GPU, or 1 with
@@ -52,7 +53,7 @@ jobs=()
 for entry in "${MODELS[@]}"; do
   IFS='|' read -r name factory kwargs paper <<<"$entry"
   [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
-  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS")
+  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS${KFORGE_GPU_OPTIMIZE_OPS:+ --ops $KFORGE_GPU_OPTIMIZE_OPS}")
   [[ -n $paper && ${KFORGE_GPU_PAPER:-1} != 0 ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "common/blob_store.h"
 #include "common/config.h"
+#include "common/op_cost.h"
 #include "common/status.h"
 #include "common/store.h"
 #include "common/tensor_signature.h"
@@ -166,7 +167,8 @@ struct Plan {
 };
 
 absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirectory& dir,
-                                      Store& store, bool use_gpu, ProgressDisplay* display) {
+                                      Store& store, bool use_gpu, const v1::GpuInfo& gpu,
+                                      ProgressDisplay* display) {
   Plan plan;
   const TargetRefusal refusal = RefusalFor(o.proposer);
   CaptureOptions capture;
@@ -190,6 +192,9 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
         "sizes, strides and dtypes, which is what their kernels will run on; capture/ keeps the "
         "capture as recorded");
   }
+  // Floors on the GPU that will time the kernels (none without one): selection ranks by them,
+  // and a resumed run reads them back from the profile, so it selects the same targets.
+  for (v1::Target& t : *plan.profile.mutable_targets()) t.set_floor_s(FloorSeconds(t, gpu));
   KF_RETURN_IF_ERROR(dir.WriteProfile(plan.profile));
   KF_RETURN_IF_ERROR(WriteCaptureDir(dir.capture_dir().string(), *captured));
   Say(display, absl::StrFormat("captured %d targets in %.1f s: forward %.3f ms on %s, %d ops",
@@ -430,11 +435,33 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
     }
   }
 
+  // The evaluator starts before the capture: its measured bandwidth and peak arithmetic give
+  // each captured target its floor, which target selection weighs.
+  std::vector<std::unique_ptr<GpuLane>> lanes;
+  v1::GpuInfo gpu_info;
+  if (use_gpu) {
+    for (int gpu : gpus) {
+      KF_ASSIGN_OR_RETURN(
+          std::unique_ptr<EvaluatorGpuLane> lane,
+          EvaluatorGpuLane::Create(gpu, compiler->get(), store->get(), o.evaluator));
+      if (lanes.empty()) {
+        Say(display, absl::StrCat("starting the evaluator on GPU ", gpu, " ..."));
+        absl::StatusOr<v1::GpuInfo> info = lane->Info();
+        if (!info.ok()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("GPU ", gpu, " cannot evaluate candidates: ", info.status().message()));
+        }
+        gpu_info = *info;
+      }
+      lanes.push_back(std::move(lane));
+    }
+  }
+
   Plan plan;
   if (previous) {
     KF_ASSIGN_OR_RETURN(plan, ResumePlan(o, dir, *previous, display));
   } else {
-    KF_ASSIGN_OR_RETURN(plan, CaptureAndSelect(o, dir, **store, use_gpu, display));
+    KF_ASSIGN_OR_RETURN(plan, CaptureAndSelect(o, dir, **store, use_gpu, gpu_info, display));
   }
   for (const SkippedTarget& s : plan.skipped) Say(display, SkippedLine(s));
   if (plan.targets.empty()) {
@@ -495,25 +522,8 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   ProposeContext context;
   context.proposer = o.proposer;
   context.job_id = absl::StrCat("optimize-", manifest.model_sha256.substr(0, 12));
-  std::vector<std::unique_ptr<GpuLane>> lanes;
-  if (use_gpu) {
-    for (int gpu : gpus) {
-      KF_ASSIGN_OR_RETURN(
-          std::unique_ptr<EvaluatorGpuLane> lane,
-          EvaluatorGpuLane::Create(gpu, compiler->get(), store->get(), o.evaluator));
-      if (lanes.empty()) {
-        Say(display, absl::StrCat("starting the evaluator on GPU ", gpu, " ..."));
-        absl::StatusOr<v1::GpuInfo> info = lane->Info();
-        if (!info.ok()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("GPU ", gpu, " cannot evaluate candidates: ", info.status().message()));
-        }
-        context.gpu = *info;
-        report.gpu_name = info->name();
-      }
-      lanes.push_back(std::move(lane));
-    }
-  }
+  context.gpu = gpu_info;
+  report.gpu_name = gpu_info.name();
   runner_options.compile.set_arch(!context.gpu.arch().empty() ? context.gpu.arch() : DefaultArch());
   Compiler* compile_with = compiler->get();
   Store* inputs_store = store->get();

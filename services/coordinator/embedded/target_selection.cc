@@ -61,12 +61,17 @@ std::string TargetSignature(const v1::Target& target) {
   return absl::StrJoin(parts, " ");
 }
 
+double ExpectedGain(const v1::Target& target) {
+  if (target.floor_s() <= 0 || target.eager_time_s() <= 0) return target.share();
+  return target.share() * std::max(0.0, 1.0 - target.floor_s() / target.eager_time_s());
+}
+
 TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
                               const TargetRefusal& refusal) {
   std::vector<const v1::Target*> ranked;
   for (const v1::Target& t : profile.targets()) ranked.push_back(&t);
   std::stable_sort(ranked.begin(), ranked.end(), [](const v1::Target* a, const v1::Target* b) {
-    return a->share() > b->share();
+    return ExpectedGain(*a) > ExpectedGain(*b);
   });
   TargetSelection selection;
   for (const v1::Target* t : ranked) {

@@ -1,5 +1,5 @@
-// Target selection for `kforge optimize`: the top-K captured targets by share that a proposer
-// can work on, and why each one ranked above the last pick was skipped.
+// Target selection for `kforge optimize`: the top-K captured targets by expected gain that a
+// proposer can work on, and why each one ranked above the last pick was skipped.
 #pragma once
 
 #include <functional>
@@ -16,7 +16,7 @@ struct SkippedTarget {
 };
 
 struct TargetSelection {
-  std::vector<v1::Target> selected;  // by share, highest first
+  std::vector<v1::Target> selected;  // by expected gain, highest first
   std::vector<SkippedTarget> skipped;
 };
 
@@ -24,9 +24,15 @@ struct TargetSelection {
 // family; an LLM can try any op.
 using TargetRefusal = std::function<std::string(const v1::Target&)>;
 
-// Walks the profile's targets by share (highest first) and takes the first `top_k` that have
-// captured inputs (validation needs them), a measured eager time and no refusal. Targets
-// passed over on the way are listed with their reason; lower-ranked ones are not.
+// What searching a target can gain the forward pass at most: its share of the forward times
+// the part of its eager time above its floor (share x (1 - floor / eager)), as DESIGN.md's
+// scheduler weighs targets; its share alone when the floor is unknown (a capture without a
+// GPU). An op eager already runs at its floor (a large in-place add) gains nothing.
+double ExpectedGain(const v1::Target& target);
+
+// Walks the profile's targets by expected gain (highest first) and takes the first `top_k`
+// that have captured inputs (validation needs them), a measured eager time and no refusal.
+// Targets passed over on the way are listed with their reason; lower-ranked ones are not.
 TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
                               const TargetRefusal& refusal);
 
