@@ -208,7 +208,9 @@ void RegisterOptimizeCommands(CLI::App& app, OptimizeExportHook export_hook) {
                   "run directory: report.json, summary.txt, profile.json, trees/, kernels/, export/ "
                   "(the optimized model, see kforge export)")
       ->required();
-  cmd->add_option("--top", o.top_k, "targets to search: the hottest a proposer can work on")
+  cmd->add_option("--top", o.top_k,
+                  "targets to search: those a proposer can work on with the most to gain (share "
+                  "of the forward x the part of eager's time above the op's floor)")
       ->capture_default_str();
   cmd->add_option("--ops", flags->ops,
                   "only targets of these ops, e.g. softmax,aten::group_norm (--top applies "
