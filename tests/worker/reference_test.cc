@@ -75,11 +75,13 @@ TEST(ReferenceRunnerTest, ATensorArgumentRecordedAsANumberIsItsZeroDimTensor) {
 // An in-place op writes a copy of the input its schema marks written, so validation's inputs
 // stay as captured; eager timing runs it in place, as the model does.
 TEST(ReferenceRunnerTest, InPlaceOpWritesACopyUnlessAskedToWriteInPlace) {
-  absl::StatusOr<ReferenceRunner> runner = ReferenceRunner::Create(testing::AddInPlaceTarget(4, 8));
+  absl::StatusOr<ReferenceRunner> runner =
+      ReferenceRunner::Create(testing::AddInPlaceTarget(4, 8));
   ASSERT_TRUE(runner.ok()) << runner.status();
   const at::Tensor x = at::randn({4, 8}), y = at::randn({4, 8});
   const at::Tensor x_before = x.clone();
-  for (auto precision : {ReferenceRunner::Precision::kNative, ReferenceRunner::Precision::kFloat64}) {
+  using Precision = ReferenceRunner::Precision;
+  for (Precision precision : {Precision::kNative, Precision::kFloat64}) {
     auto out = runner->Run({x, y}, precision);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_TRUE(at::allclose((*out)[0].to(at::kFloat), x_before + y));
