@@ -56,6 +56,20 @@ TEST(PromptBuilderTest, RootPromptHasSchemaSemanticsSignatureAndGpu) {
   EXPECT_EQ(prompt.find("## Parent kernel"), std::string::npos);
 }
 
+// An in-place op (its schema writes self and returns it) tells the model the output is self's
+// memory; a functional op says nothing of it.
+TEST(PromptBuilderTest, AnInPlaceOpSaysTheOutputIsTheInputsMemory) {
+  v1::ProposeRequest request = testing::SoftmaxRootRequest();
+  EXPECT_EQ(FullPrompt(request).find("works in place"), std::string::npos);
+  v1::SubgraphNode* node = request.mutable_target()->mutable_nodes(0);
+  node->set_op("aten::relu_");
+  node->set_overload("");
+  node->set_schema("aten::relu_(Tensor(a!) self) -> Tensor(a!)");
+  while (node->args_size() > 1) node->mutable_args()->RemoveLast();
+  ExpectContains(FullPrompt(request),
+                 "The op works in place: in the model outputs[0] is the same memory as inputs[0]");
+}
+
 TEST(PromptBuilderTest, ChildPromptHasParentFeedbackBestAndFailedSiblings) {
   const std::string prompt = FullPrompt(testing::SoftmaxChildRequest());
   // Parent source, plan and feedback: time vs eager vs floor, registers and spills.
