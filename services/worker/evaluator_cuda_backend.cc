@@ -739,13 +739,12 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
         f.diagnostics.set_first_bad_index(unwritten);
         return tag(f);
       }
-      const Tolerance tol = DtypeTolerance(out.scalar_type());
       if (auto f = judge(j, out, run_label)) return tag(*f);
       if (run > 0) {
         // Runs must agree bit for bit or within rounding; a moving error is a race.
         int64_t differs = FindBitDifference(first_run[j], out);
         if (differs >= 0) {
-          ErrorStats drift = MeasureError(out, first_run[j], tol);
+          ErrorStats drift = MeasureError(out, first_run[j], DtypeTolerance(out.scalar_type()));
           if (drift.nonfinite_index >= 0 || drift.max_normalized > 1.0) {
             Failure f = Fail(
                 v1::NONDETERMINISTIC,

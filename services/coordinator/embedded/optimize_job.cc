@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "common/blob_store.h"
 #include "common/config.h"
-#include "common/op_cost.h"
 #include "common/status.h"
 #include "common/store.h"
 #include "common/tensor_signature.h"
@@ -194,7 +193,7 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
   }
   // Floors on the GPU that will time the kernels (none without one): selection ranks by them,
   // and a resumed run reads them back from the profile, so it selects the same targets.
-  for (v1::Target& t : *plan.profile.mutable_targets()) t.set_floor_s(FloorSeconds(t, gpu));
+  SetFloors(plan.profile, gpu);
   KF_RETURN_IF_ERROR(dir.WriteProfile(plan.profile));
   KF_RETURN_IF_ERROR(WriteCaptureDir(dir.capture_dir().string(), *captured));
   Say(display, absl::StrFormat("captured %d targets in %.1f s: forward %.3f ms on %s, %d ops",

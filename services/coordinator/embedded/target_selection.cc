@@ -1,11 +1,12 @@
 // Target selection (see target_selection.h).
-#include "common/tensor_signature.h"
 #include "services/coordinator/embedded/target_selection.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/op_cost.h"
+#include "common/tensor_signature.h"
 
 namespace kforge {
 namespace {
@@ -64,6 +65,10 @@ std::string TargetSignature(const v1::Target& target) {
 double ExpectedGain(const v1::Target& target) {
   if (target.floor_s() <= 0 || target.eager_time_s() <= 0) return target.share();
   return target.share() * std::max(0.0, 1.0 - target.floor_s() / target.eager_time_s());
+}
+
+void SetFloors(v1::OperatorProfile& profile, const v1::GpuInfo& gpu) {
+  for (v1::Target& t : *profile.mutable_targets()) t.set_floor_s(FloorSeconds(t, gpu));
 }
 
 TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,

@@ -30,6 +30,9 @@ using TargetRefusal = std::function<std::string(const v1::Target&)>;
 // GPU). An op eager already runs at its floor (a large in-place add) gains nothing.
 double ExpectedGain(const v1::Target& target);
 
+// Sets every target's floor on `gpu` (0 where the GPU's bandwidth is unknown), for ExpectedGain.
+void SetFloors(v1::OperatorProfile& profile, const v1::GpuInfo& gpu);
+
 // Walks the profile's targets by expected gain (highest first) and takes the first `top_k`
 // that have captured inputs (validation needs them), a measured eager time and no refusal.
 // Targets passed over on the way are listed with their reason; lower-ranked ones are not.

@@ -13,7 +13,6 @@
 #include "absl/strings/str_join.h"
 #include "common/blob_store.h"
 #include "common/digest.h"
-#include "common/op_cost.h"
 #include "common/status.h"
 #include "common/tensor_signature.h"
 #include "services/coordinator/embedded/target_selection.h"
@@ -610,7 +609,7 @@ absl::Status JobManager::CaptureAndSelect(Record* r) {
     // Floors on a live worker's GPU of the job's arch, which selection weighs (ExpectedGain);
     // with no such worker yet, it ranks by share.
     if (std::optional<v1::GpuInfo> gpu = pool_.WorkerGpu(JobArch(spec, options_.default_arch))) {
-      for (v1::Target& t : *profile.mutable_targets()) t.set_floor_s(FloorSeconds(t, *gpu));
+      SetFloors(profile, *gpu);
     }
     TargetSelection selection = SelectTargets(profile, spec.top_k(), refusal);
     selected = std::move(selection.selected);
