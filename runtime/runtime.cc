@@ -7,20 +7,21 @@
 
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
+#include <ATen/core/stack.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
@@ -47,38 +48,45 @@ const bool kDisabled = [] {
 
 // ---- Counters -------------------------------------------------------------------------
 
+constexpr int kReasonCount = static_cast<int>(FallbackReason::kUnknownKernel) + 1;
+
+// One kernel's counts: atomics, so the call path takes no lock.
+struct KernelCounts {
+  std::atomic<int64_t> launches{0};
+  std::atomic<int64_t> fallbacks[kReasonCount] = {};
+  void Reset() {
+    launches = 0;
+    for (std::atomic<int64_t>& n : fallbacks) n = 0;
+  }
+};
+
+// Calls counted by reason (the first listed kernel's), and the kernel ids a call named that
+// have no loaded state (KFORGE_DISABLE, or an id the bundle lacks), which take a lock.
 class Counters {
  public:
-  void Fallback(const std::vector<std::string>& kernel_ids,
-                const std::vector<FallbackReason>& reasons) {
+  void Fallback(FallbackReason first) { ++by_reason_[static_cast<int>(first)]; }
+  void Unloaded(const std::string& kernel_id, FallbackReason reason) {
     std::lock_guard<std::mutex> lock(mu_);
-    ++fallbacks_[std::string(ReasonName(reasons.empty() ? FallbackReason::kSignature : reasons[0]))];
-    for (size_t i = 0; i < kernel_ids.size() && i < reasons.size(); ++i) {
-      ++fallbacks_[absl::StrCat(kernel_ids[i], ":", std::string(ReasonName(reasons[i])))];
+    ++unloaded_[absl::StrCat(kernel_id, ":", std::string(ReasonName(reason)))];
+  }
+  // Adds the per-reason and unloaded counts to `out`.
+  void AddTo(std::map<std::string, int64_t>& out) {
+    for (int r = 0; r < kReasonCount; ++r) {
+      if (int64_t n = by_reason_[r].load()) out[std::string(ReasonName(FallbackReason(r)))] += n;
     }
-  }
-  void Launch(const std::string& kernel_id) {
     std::lock_guard<std::mutex> lock(mu_);
-    ++launches_[kernel_id];
-  }
-  std::map<std::string, int64_t> fallbacks() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return fallbacks_;
-  }
-  std::map<std::string, int64_t> launches() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return launches_;
+    for (const auto& [key, n] : unloaded_) out[key] += n;
   }
   void Reset() {
+    for (std::atomic<int64_t>& n : by_reason_) n = 0;
     std::lock_guard<std::mutex> lock(mu_);
-    fallbacks_.clear();
-    launches_.clear();
+    unloaded_.clear();
   }
 
  private:
+  std::atomic<int64_t> by_reason_[kReasonCount] = {};
   std::mutex mu_;
-  std::map<std::string, int64_t> fallbacks_;
-  std::map<std::string, int64_t> launches_;
+  std::map<std::string, int64_t> unloaded_;
 };
 
 Counters& counters() {
@@ -97,7 +105,13 @@ struct DeviceInfo {
   std::string error;  // non-empty: the device could not be queried
 };
 
+// Queried once per device; later calls read it without a lock.
 const DeviceInfo& InfoFor(const CudaDriver& driver, int index) {
+  constexpr int kFastDevices = 64;
+  static std::atomic<const DeviceInfo*> fast[kFastDevices] = {};
+  if (index >= 0 && index < kFastDevices) {
+    if (const DeviceInfo* info = fast[index].load(std::memory_order_acquire)) return *info;
+  }
   static std::mutex mu;
   static std::map<int, DeviceInfo>* infos = new std::map<int, DeviceInfo>();
   std::lock_guard<std::mutex> lock(mu);
@@ -122,36 +136,59 @@ const DeviceInfo& InfoFor(const CudaDriver& driver, int index) {
   // LibTorch works in each device's primary context; the modules live there too.
   if (r == CUDA_SUCCESS) r = driver.primary_ctx_retain(&info.primary, device);
   if (r != CUDA_SUCCESS) info.error = absl::StrCat("GPU ", index, ": ", driver.Describe(r));
-  return infos->emplace(index, info).first->second;
+  const DeviceInfo& stored = infos->emplace(index, info).first->second;  // never erased
+  if (index >= 0 && index < kFastDevices) fast[index].store(&stored, std::memory_order_release);
+  return stored;
 }
 
 // ---- Bundles --------------------------------------------------------------------------
 
 // A kernel's module in one CUDA context, with its launch plan resolved once: the guards fix
-// every shape, so the plan's grid, block, shared memory and scratch size are fixed too.
+// every shape, so the plan's grid, block, shared memory and scratch size are fixed too, and so
+// is every field of the kernel's arguments but the data pointers.
 struct LoadedModule {
+  CUcontext context = nullptr;
   FallbackReason failure = FallbackReason::kNone;
   CUmodule module = nullptr;
   KernelFunctions functions;
   ResolvedPlan plan;
+  KfArgs prototype;
 };
 
 struct KernelState {
   const BundleKernel* spec = nullptr;
   std::optional<LaunchPlan> plan;
-  int kf_dtype_in[KF_MAX_INPUTS] = {};
-  std::map<CUcontext, LoadedModule> modules;  // guarded by Bundle::mu
+  std::vector<at::ScalarType> output_types;
+  std::map<CUcontext, LoadedModule> modules;  // guarded by Bundle::mu; never erased
+  std::atomic<LoadedModule*> last_module{nullptr};  // the one used last: read without the lock
   std::atomic<bool> warned{false};
+  KernelCounts counts;
 };
 
 struct Bundle {
   LoadedBundleManifest loaded;
-  std::map<std::string, std::unique_ptr<KernelState>> kernels;
+  std::unordered_map<std::string, std::unique_ptr<KernelState>> kernels;
   std::mutex mu;
 };
 
-absl::StatusOr<std::shared_ptr<Bundle>> MakeBundle(LoadedBundleManifest loaded) {
-  auto bundle = std::make_shared<Bundle>();
+at::ScalarType ScalarTypeOf(int kf_dtype) {
+  switch (kf_dtype) {
+    case KF_FLOAT32: return at::kFloat;
+    case KF_FLOAT16: return at::kHalf;
+    case KF_BFLOAT16: return at::kBFloat16;
+    case KF_FLOAT64: return at::kDouble;
+    case KF_INT64: return at::kLong;
+    case KF_INT32: return at::kInt;
+    case KF_INT16: return at::kShort;
+    case KF_INT8: return at::kChar;
+    case KF_UINT8: return at::kByte;
+    case KF_BOOL: return at::kBool;
+    default: return at::ScalarType::Undefined;  // ValidateManifest admits known dtypes only
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Bundle>> MakeBundle(LoadedBundleManifest loaded) {
+  auto bundle = std::make_unique<Bundle>();
   bundle->loaded = std::move(loaded);
   for (const BundleKernel& k : bundle->loaded.manifest.kernels) {
     auto state = std::make_unique<KernelState>();
@@ -159,6 +196,9 @@ absl::StatusOr<std::shared_ptr<Bundle>> MakeBundle(LoadedBundleManifest loaded) 
     absl::StatusOr<LaunchPlan> plan = LaunchPlan::Parse(k.launch_plan_json);
     if (!plan.ok()) return plan.status();  // ValidateManifest parsed it already
     state->plan.emplace(*std::move(plan));
+    for (const OutputSpec& o : k.outputs) {
+      state->output_types.push_back(ScalarTypeOf(KfDtypeFromName(o.dtype)));
+    }
     bundle->kernels.emplace(k.id, std::move(state));
   }
   return bundle;
@@ -178,26 +218,41 @@ std::string ManifestIdOf(const std::string& dir) {
   return Sha256Hex(text);
 }
 
+// Bundles stay loaded for the life of the process (a model may run at any time), so the call
+// path holds plain pointers to them.
 class Registry {
  public:
   std::string Load(const std::string& dir) {
     absl::StatusOr<LoadedBundleManifest> loaded = ReadBundleManifest(dir);
     TORCH_CHECK(loaded.ok(), "kforge: ", std::string(loaded.status().message()));
-    absl::StatusOr<std::shared_ptr<Bundle>> bundle = MakeBundle(*std::move(loaded));
+    absl::StatusOr<std::unique_ptr<Bundle>> bundle = MakeBundle(*std::move(loaded));
     TORCH_CHECK(bundle.ok(), "kforge: ", std::string(bundle.status().message()));
     std::string id = (*bundle)->loaded.id;
     std::lock_guard<std::mutex> lock(mu_);
-    by_id_[id] = *std::move(bundle);
+    // The id is the manifest's sha256 and every file was checked against it: a bundle loaded
+    // again from another directory is the same bundle, and the one loaded first stays.
+    by_id_.emplace(id, *std::move(bundle));
     return id;
+  }
+
+  // Resolve, with the last bundle this thread resolved remembered: a model calls one bundle.
+  Bundle& ResolveFast(const std::string& id, const std::string& hint) {
+    thread_local std::string last_id;
+    thread_local Bundle* last = nullptr;
+    if (last == nullptr || last_id != id) {
+      last = &Resolve(id, hint);
+      last_id = id;
+    }
+    return *last;
   }
 
   // The bundle `id`: one already loaded, else the first of KFORGE_BUNDLE_DIR's directories
   // (':'-separated) and the export-time path `hint` whose manifest has that id.
-  std::shared_ptr<Bundle> Resolve(const std::string& id, const std::string& hint) {
+  Bundle& Resolve(const std::string& id, const std::string& hint) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = by_id_.find(id);
-      if (it != by_id_.end()) return it->second;
+      if (it != by_id_.end()) return *it->second;
     }
     std::vector<std::string> dirs;
     if (const char* env = std::getenv("KFORGE_BUNDLE_DIR"); env != nullptr && *env) {
@@ -211,7 +266,7 @@ class Registry {
         Load(dir);  // verifies every checksum; a mismatch throws, naming the file
         std::lock_guard<std::mutex> lock(mu_);
         auto it = by_id_.find(id);
-        if (it != by_id_.end()) return it->second;
+        if (it != by_id_.end()) return *it->second;
       }
       looked.push_back(found.empty()
                            ? absl::StrCat(dir, " (no ", kBundleManifestFile, ")")
@@ -233,12 +288,20 @@ class Registry {
                 ". Set KFORGE_BUNDLE_DIR to the bundle directory (the one holding model.pt and "
                 "manifest.json) or call torch.ops.kforge.load_bundle(dir) / "
                 "kforge::runtime::LoadBundle(dir) before running the model");
-    return nullptr;
+  }
+
+  // Calls `f(kernel_id, state)` for every kernel of every loaded bundle.
+  template <typename F>
+  void ForEachKernel(F f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, bundle] : by_id_) {
+      for (const auto& [kernel_id, state] : bundle->kernels) f(kernel_id, *state);
+    }
   }
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Bundle>> by_id_;
+  std::map<std::string, std::unique_ptr<Bundle>> by_id_;
 };
 
 Registry& registry() {
@@ -252,10 +315,12 @@ void WarnOnce(KernelState& k, const std::string& message) {
   }
 }
 
-// Loads the kernel's module in the current context (once) and resolves its plan.
-LoadedModule* ModuleFor(Bundle& bundle, KernelState& k, const CudaDriver& driver,
-                        const DeviceInfo& device, const KernelBinary& binary, CUcontext context,
-                        CUstream stream, FallbackReason* reason) {
+// Loads the kernel's module in `context` (once), resolves its plan and fills the arguments'
+// prototype. nullptr (and `reason`) when it cannot be loaded now; a module the driver refused
+// stays refused (its `failure`).
+LoadedModule* LoadModule(Bundle& bundle, KernelState& k, const CudaDriver& driver,
+                         const DeviceInfo& device, const KernelBinary& binary, CUcontext context,
+                         CUstream stream, FallbackReason* reason) {
   std::lock_guard<std::mutex> lock(bundle.mu);
   auto it = k.modules.find(context);
   if (it != k.modules.end()) return &it->second;
@@ -268,6 +333,7 @@ LoadedModule* ModuleFor(Bundle& bundle, KernelState& k, const CudaDriver& driver
     return nullptr;
   }
   LoadedModule& m = k.modules[context];
+  m.context = context;
   auto fail = [&](const std::string& message) {
     m.failure = FallbackReason::kLoadError;
     WarnOnce(k, message);
@@ -296,90 +362,93 @@ LoadedModule* ModuleFor(Bundle& bundle, KernelState& k, const CudaDriver& driver
     return fail(std::string(s.message()));
   }
   m.plan = *std::move(plan);
+
+  KfArgs& args = m.prototype;
+  std::memset(&args, 0, sizeof(args));
+  for (size_t i = 0; i < k.spec->inputs.size(); ++i) {
+    const TensorGuard& g = k.spec->inputs[i];
+    args.inputs[i] = MakeKfTensor(nullptr, KfDtypeFromName(g.dtype), g.sizes.data(),
+                                  g.strides.data(), static_cast<int>(g.sizes.size()));
+  }
+  for (size_t j = 0; j < k.spec->outputs.size(); ++j) {
+    const OutputSpec& o = k.spec->outputs[j];
+    args.outputs[j] = MakeKfTensor(nullptr, KfDtypeFromName(o.dtype), o.sizes.data(),
+                                   o.strides.data(), static_cast<int>(o.sizes.size()));
+  }
+  if (m.plan.scratch_bytes > 0) {
+    const int64_t stride = 1;
+    args.scratch = MakeKfTensor(nullptr, KF_UINT8, &m.plan.scratch_bytes, &stride, 1);
+  }
+  for (size_t i = 0; i < k.spec->int_args.size(); ++i) args.int_args[i] = k.spec->int_args[i];
+  for (size_t i = 0; i < k.spec->float_args.size(); ++i) {
+    args.float_args[i] = k.spec->float_args[i];
+  }
+  args.num_inputs = static_cast<int>(k.spec->inputs.size());
+  args.num_outputs = static_cast<int>(k.spec->outputs.size());
+  args.num_int_args = static_cast<int>(k.spec->int_args.size());
+  args.num_float_args = static_cast<int>(k.spec->float_args.size());
   return &m;
 }
 
 // Runs kernel `k` on `inputs` (its guards hold); kNone and `outputs` on success.
 FallbackReason Launch(Bundle& bundle, KernelState& k, c10::ArrayRef<at::Tensor> inputs,
                       std::vector<at::Tensor>* outputs) {
-  absl::StatusOr<const CudaDriver*> driver = CudaDriver::Get();
+  static const absl::StatusOr<const CudaDriver*> driver = CudaDriver::Get();
   if (!driver.ok()) {
     WarnOnce(k, std::string(driver.status().message()));
     return FallbackReason::kLoadError;
   }
   const c10::Device device = inputs[0].device();
   c10::cuda::CUDAGuard device_guard(device);
-  const DeviceInfo& info = InfoFor(**driver, device.index());
-  if (!info.error.empty()) {
-    WarnOnce(k, info.error);
-    return FallbackReason::kLoadError;
-  }
-  const KernelBinary* binary = BinaryForDevice(*k.spec, info.major, info.minor);
-  if (binary == nullptr) return FallbackReason::kArchMissing;
+  // The guard made the device's primary context current, unless the caller's own context is.
   CUcontext context = nullptr;
   (*driver)->ctx_get_current(&context);
-  if (context == nullptr) {
-    (*driver)->ctx_set_current(info.primary);
-    context = info.primary;
-  }
   const CUstream stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
-  FallbackReason reason = FallbackReason::kNone;
-  LoadedModule* module = ModuleFor(bundle, k, **driver, info, *binary, context, stream, &reason);
-  if (module == nullptr) return reason;
+  LoadedModule* module = k.last_module.load(std::memory_order_acquire);
+  if (module == nullptr || module->context != context) {
+    const DeviceInfo& info = InfoFor(**driver, device.index());
+    if (!info.error.empty()) {
+      WarnOnce(k, info.error);
+      return FallbackReason::kLoadError;
+    }
+    const KernelBinary* binary = BinaryForDevice(*k.spec, info.major, info.minor);
+    if (binary == nullptr) return FallbackReason::kArchMissing;
+    if (context == nullptr) {
+      (*driver)->ctx_set_current(info.primary);
+      context = info.primary;
+    }
+    FallbackReason reason = FallbackReason::kNone;
+    module = LoadModule(bundle, k, **driver, info, *binary, context, stream, &reason);
+    if (module == nullptr) return reason;
+    k.last_module.store(module, std::memory_order_release);
+  }
   if (module->failure != FallbackReason::kNone) return module->failure;
 
   // Outputs and scratch from the caching allocator on the current stream: no sync, and
   // CUDA-graph capture takes them from its private pool.
-  const at::TensorOptions on_device = at::TensorOptions().device(device);
-  KfArgs args;
-  std::memset(&args, 0, sizeof(args));
+  KfArgs args = module->prototype;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorGuard& g = k.spec->inputs[i];
-    args.inputs[i] = MakeKfTensor(const_cast<void*>(inputs[i].const_data_ptr()),
-                                  KfDtypeFromName(g.dtype), g.sizes.data(), g.strides.data(),
-                                  static_cast<int>(g.sizes.size()));
+    args.inputs[i].data = const_cast<void*>(inputs[i].const_data_ptr());
   }
   outputs->clear();
   for (size_t j = 0; j < k.spec->outputs.size(); ++j) {
     const OutputSpec& o = k.spec->outputs[j];
-    const int kf_dtype = KfDtypeFromName(o.dtype);
-    at::ScalarType type = inputs[0].scalar_type();
-    switch (kf_dtype) {
-      case KF_FLOAT32: type = at::kFloat; break;
-      case KF_FLOAT16: type = at::kHalf; break;
-      case KF_BFLOAT16: type = at::kBFloat16; break;
-      case KF_FLOAT64: type = at::kDouble; break;
-      case KF_INT64: type = at::kLong; break;
-      case KF_INT32: type = at::kInt; break;
-      case KF_INT16: type = at::kShort; break;
-      case KF_INT8: type = at::kChar; break;
-      case KF_UINT8: type = at::kByte; break;
-      case KF_BOOL: type = at::kBool; break;
-    }
     // In place: the guards proved the input has the output's dtype, sizes and strides.
     at::Tensor out = o.aliases_input >= 0
                          ? inputs[o.aliases_input]
-                         : at::empty_strided(o.sizes, o.strides, on_device.dtype(type));
-    args.outputs[j] = MakeKfTensor(out.data_ptr(), kf_dtype, o.sizes.data(), o.strides.data(),
-                                   static_cast<int>(o.sizes.size()));
+                         : at::Tensor(at::detail::empty_strided_cuda(o.sizes, o.strides,
+                                                                     k.output_types[j], device));
+    args.outputs[j].data = out.data_ptr();
     outputs->push_back(std::move(out));
   }
-  const int64_t scratch_bytes = module->plan.scratch_bytes;
   at::Tensor scratch;
-  if (scratch_bytes > 0) {
-    scratch = at::empty({scratch_bytes}, on_device.dtype(at::kByte));
-    const int64_t stride = 1;
-    args.scratch = MakeKfTensor(scratch.data_ptr(), KF_UINT8, &scratch_bytes, &stride, 1);
+  if (module->plan.scratch_bytes > 0) {
+    scratch = at::Tensor(
+        at::detail::empty_cuda({module->plan.scratch_bytes}, at::kByte, device, std::nullopt));
+    args.scratch.data = scratch.data_ptr();
   }
-  for (size_t i = 0; i < k.spec->int_args.size(); ++i) args.int_args[i] = k.spec->int_args[i];
-  for (size_t i = 0; i < k.spec->float_args.size(); ++i) {
-    args.float_args[i] = k.spec->float_args[i];
-  }
-  args.num_inputs = static_cast<int>(inputs.size());
-  args.num_outputs = static_cast<int>(k.spec->outputs.size());
-  args.num_int_args = static_cast<int>(k.spec->int_args.size());
-  args.num_float_args = static_cast<int>(k.spec->float_args.size());
-  if (absl::Status s = LaunchKernels(**driver, module->plan, module->functions, stream, &args);
+  if (absl::Status s =
+          LaunchKernels(**driver, module->plan, module->functions, stream, &args);
       !s.ok()) {
     WarnOnce(k, std::string(s.message()));
     outputs->clear();
@@ -390,33 +459,75 @@ FallbackReason Launch(Bundle& bundle, KernelState& k, c10::ArrayRef<at::Tensor> 
   return FallbackReason::kNone;
 }
 
-std::vector<at::Tensor> Run(const std::string& bundle_id, const std::string& bundle_hint,
-                            const std::vector<std::string>& kernel_ids,
-                            const std::vector<at::Tensor>& inputs) {
+// kforge::run: the first listed kernel whose guards hold runs; none: an empty list, and the
+// graph runs the original node. Boxed, so the graph's constants are read where they lie.
+void Run(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  c10::ArrayRef<c10::IValue> args = torch::jit::last(*stack, 4);
+  const std::string& bundle_id = args[0].toStringRef();
+  const std::string& bundle_hint = args[1].toStringRef();
+  c10::ArrayRef<c10::IValue> kernel_ids = args[2].toListRef();
+  std::vector<at::Tensor> inputs = args[3].toTensorVector();
+  std::vector<at::Tensor> outputs;
+  auto finish = [&] {
+    torch::jit::drop(*stack, 4);
+    stack->emplace_back(std::move(outputs));
+  };
   if (kDisabled) {
-    counters().Fallback(kernel_ids,
-                        std::vector<FallbackReason>(kernel_ids.size(), FallbackReason::kDisabled));
-    return {};
-  }
-  std::shared_ptr<Bundle> bundle = registry().Resolve(bundle_id, bundle_hint);
-  const bool grad_enabled = at::GradMode::is_enabled();
-  std::vector<FallbackReason> reasons;
-  reasons.reserve(kernel_ids.size());
-  for (const std::string& kernel_id : kernel_ids) {
-    auto it = bundle->kernels.find(kernel_id);
-    FallbackReason reason = it == bundle->kernels.end()
-                                ? FallbackReason::kUnknownKernel
-                                : CheckGuards(*it->second->spec, inputs, grad_enabled);
-    std::vector<at::Tensor> outputs;
-    if (reason == FallbackReason::kNone) reason = Launch(*bundle, *it->second, inputs, &outputs);
-    if (reason == FallbackReason::kNone) {
-      counters().Launch(kernel_id);
-      return outputs;
+    counters().Fallback(FallbackReason::kDisabled);
+    for (const c10::IValue& id : kernel_ids) {
+      counters().Unloaded(id.toStringRef(), FallbackReason::kDisabled);
     }
-    reasons.push_back(reason);
+    return finish();
   }
-  counters().Fallback(kernel_ids, reasons);
-  return {};
+  Bundle& bundle = registry().ResolveFast(bundle_id, bundle_hint);
+  const bool grad_enabled = at::GradMode::is_enabled();
+  std::optional<FallbackReason> first;
+  for (const c10::IValue& id : kernel_ids) {
+    const std::string& kernel_id = id.toStringRef();
+    auto it = bundle.kernels.find(kernel_id);
+    if (it == bundle.kernels.end()) {
+      counters().Unloaded(kernel_id, FallbackReason::kUnknownKernel);
+      if (!first) first = FallbackReason::kUnknownKernel;
+      continue;
+    }
+    KernelState& k = *it->second;
+    FallbackReason reason = CheckGuards(*k.spec, inputs, grad_enabled);
+    if (reason == FallbackReason::kNone) reason = Launch(bundle, k, inputs, &outputs);
+    if (reason == FallbackReason::kNone) {
+      ++k.counts.launches;
+      return finish();
+    }
+    ++k.counts.fallbacks[static_cast<int>(reason)];
+    if (!first) first = reason;
+  }
+  counters().Fallback(first.value_or(FallbackReason::kSignature));
+  finish();
+}
+
+std::map<std::string, int64_t> FallbackMap() {
+  std::map<std::string, int64_t> out;
+  counters().AddTo(out);
+  registry().ForEachKernel([&](const std::string& id, KernelState& k) {
+    for (int r = 0; r < kReasonCount; ++r) {
+      if (int64_t n = k.counts.fallbacks[r].load()) {
+        out[absl::StrCat(id, ":", std::string(ReasonName(FallbackReason(r))))] += n;
+      }
+    }
+  });
+  return out;
+}
+
+std::map<std::string, int64_t> LaunchMap() {
+  std::map<std::string, int64_t> out;
+  registry().ForEachKernel([&](const std::string& id, KernelState& k) {
+    if (int64_t n = k.counts.launches.load()) out[id] += n;
+  });
+  return out;
+}
+
+void ResetAll() {
+  counters().Reset();
+  registry().ForEachKernel([](const std::string&, KernelState& k) { k.counts.Reset(); });
 }
 
 c10::Dict<std::string, int64_t> ToDict(const std::map<std::string, int64_t>& counts) {
@@ -428,9 +539,9 @@ c10::Dict<std::string, int64_t> ToDict(const std::map<std::string, int64_t>& cou
 }  // namespace
 
 std::string LoadBundle(const std::string& dir) { return registry().Load(dir); }
-std::map<std::string, int64_t> FallbackCounts() { return counters().fallbacks(); }
-std::map<std::string, int64_t> LaunchCounts() { return counters().launches(); }
-void ResetCounts() { counters().Reset(); }
+std::map<std::string, int64_t> FallbackCounts() { return FallbackMap(); }
+std::map<std::string, int64_t> LaunchCounts() { return LaunchMap(); }
+void ResetCounts() { ResetAll(); }
 bool KernelsDisabled() { return kDisabled; }
 
 }  // namespace kforge::runtime
@@ -442,7 +553,7 @@ TORCH_LIBRARY(kforge, m) {
   m.def(torch::schema("run(str bundle_id, str bundle_hint, str[] kernel_ids, Tensor[] inputs) -> "
                       "Tensor[]",
                       AliasAnalysisKind::CONSERVATIVE),
-        &kforge::runtime::Run);
+        torch::CppFunction::makeFromBoxedFunction<&kforge::runtime::Run>());
   m.def(torch::schema("load_bundle(str dir) -> str", AliasAnalysisKind::CONSERVATIVE),
         [](const std::string& dir) { return kforge::runtime::LoadBundle(dir); });
   m.def(torch::schema("fallback_counts() -> Dict(str, int)", AliasAnalysisKind::CONSERVATIVE),

@@ -48,10 +48,12 @@ def main():
 
     # Rounds alternate between the two models, so drift (clocks, other processes) hits both.
     rounds = {"original": [], "rewritten": []}
+    fused = {}
     with torch.no_grad():
-        for model in (original, rewritten):
+        for name, model in (("original", original), ("rewritten", rewritten)):
             for _ in range(min(args.calls, 200)):
                 model(*inputs)
+            fused[name] = fusion_groups(torch.jit.last_executed_optimized_graph())
         sync()
         for _ in range(args.rounds):
             rounds["original"].append(one_round(original))
@@ -67,7 +69,21 @@ def main():
     a, b = statistics.median(rounds["original"]), statistics.median(rounds["rewritten"])
     print(f"device {device}: original {a * 1e6:.2f} us, rewritten {b * 1e6:.2f} us per forward; "
           f"{calls} rewritten calls a forward"
-          + (f", {(b - a) / calls * 1e6:.2f} us more a call" if calls else ""))
+          + (f", {(b - a) / calls * 1e6:.2f} us more a call" if calls else "")
+          + f"; fusion groups the executor made: original {fused['original']}, "
+          f"rewritten {fused['rewritten']}")
+
+
+def fusion_groups(graph):
+    """The fused kernels TorchScript's profiling executor made in a graph it ran (a rewrite
+    that costs the model its fusions costs GPU time the search never saw)."""
+    count = 0
+    for node in graph.nodes():
+        if "Fusion" in node.kind() or "TensorExprGroup" in node.kind():
+            count += 1
+        for block in node.blocks():
+            count += fusion_groups(block)
+    return count
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@
 // times the same launches as the worker times launch-bound targets: CUDA-graph replays of 20
 // launches, the L2 flushed before each replay, per launch — where a kernel of a microsecond or
 // two is mostly launch, and the parameter block is copied for every launch of the graph.
+// A third times the host side of a launch call, what a host-bound forward pays per kernel.
 //
 //   kforge-launch-overhead [--reps N] [--sizes-mb 0,1,16,64]
 #include <cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -233,6 +235,34 @@ int Main(int argc, char** argv) {
     for (CUgraphExec e : exec) cuGraphExecDestroy(e);
     if (failed != 0) return 1;
     std::printf("| %g | %.2f | %.2f | %.2f | %+.2f |\n", mb, us[0], us[1], us[2], us[0] - us[2]);
+  }
+
+  // What a host-bound forward pays: the CPU time of the launch call itself. Batches stay well
+  // under the driver's launch queue, so the host never waits for the GPU inside one.
+  constexpr int kHostBatch = 200;
+  std::printf("\nHost time per launch call (the empty grid; %d launches back to back, then a "
+              "sync; median of %d batches):\n\n| KfArgs (%zu B) µs | 3 KfTensors (%zu B) µs | "
+              "2 pointers + n (24 B) µs | KfArgs − pointers µs |\n| ---: | ---: | ---: | ---: |\n",
+              kHostBatch, reps, sizeof(KfArgs), sizeof(KfThree));
+  {
+    Launch l;
+    prepare(0, l);
+    std::vector<double> us[3];
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int k = 0; k < 3; ++k) {
+        KF_CHECK(cuStreamSynchronize(stream));
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int n = 0; n < kHostBatch; ++n) {
+          KF_CHECK(cuLaunchKernel(fn[k], l.grid, 1, 1, 256, 1, 1, 0, stream, l.params[k],
+                                  nullptr));
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        us[k].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kHostBatch);
+      }
+    }
+    KF_CHECK(cuStreamSynchronize(stream));
+    const double m[3] = {Median(us[0]), Median(us[1]), Median(us[2])};
+    std::printf("| %.2f | %.2f | %.2f | %+.2f |\n", m[0], m[1], m[2], m[0] - m[2]);
   }
   return 0;
 }
