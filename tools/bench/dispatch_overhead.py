@@ -32,6 +32,7 @@ def main():
     args = parser.parse_args()
 
     torch.ops.load_library(os.path.abspath(args.lib))
+    torch.ops.kforge.load_bundle(os.path.abspath(args.bundle))  # wherever it was exported
     device = torch.device(args.device)
     original = torch.jit.load(args.original, map_location=device).eval()
     rewritten = torch.jit.load(os.path.join(args.bundle, "model.pt"), map_location=device).eval()
