@@ -192,6 +192,28 @@ def main():
         expect("CUDA-graph replays of 20 calls" in graph_run.stdout
                and "one launch each: 0.83x" in graph_run.stdout,
                "the note names the method and the single-launch ratio", graph_run.stdout)
+        # The end-to-end table of a checked run, and its CUDA-graph replays when check-optimized
+        # measured them (kforge 2.5 ms against TorchScript's 3.0 and torch.compile's 2.0).
+        check = {"device": "cuda", "runs": 5, "outputs_match": True, "passed": True,
+                 "latency": {"eager_ms": 8.0, "torch_compile_ms": 4.0, "torchscript_ms": 6.0,
+                             "kforge_ms": 5.0, "torch_compile_graph_ms": 2.0,
+                             "torchscript_graph_ms": 3.0, "kforge_graph_ms": 2.5}}
+        with open(os.path.join(timed_run, "check.json"), "w") as f:
+            json.dump(check, f)
+        r_check = run([py, table_py, timed_run, "--torch-times", "side-times.json"], tmp)
+        expect("| 8.000 | 4.000 | 6.000 | 5.000 | 1.60x | 0.80x | match | none | PASS |"
+               in r_check.stdout, "end-to-end row", r_check.stdout)
+        expect("| 2.000 | 3.000 | 2.500 | 1.20x | 0.80x |" in r_check.stdout,
+               "CUDA-graph end-to-end row", r_check.stdout)
+        del check["latency"]["kforge_graph_ms"], check["latency"]["torchscript_graph_ms"]
+        del check["latency"]["torch_compile_graph_ms"]
+        with open(os.path.join(timed_run, "check.json"), "w") as f:
+            json.dump(check, f)
+        r_check = run([py, table_py, timed_run, "--torch-times", "side-times.json"], tmp)
+        expect("captured once as a CUDA graph" not in r_check.stdout,
+               "no graph table without graph times", r_check.stdout)
+        os.remove(os.path.join(timed_run, "check.json"))
+
         # The summary counts both (1.50x and 1.20x: 2 of 2, one side by side); a target whose
         # signature names a tensor over 64 MB is held to 70% of the floor (50% here).
         expect("At least as fast as torch.compile (its faster mode): **2 of 2** targets "

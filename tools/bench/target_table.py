@@ -290,6 +290,18 @@ def end_to_end_table(run, notes):
         f"| {', '.join(f'{k} {v}' for k, v in fallbacks.items()) or 'none'} "
         f"| {'PASS' if check.get('passed') else 'FAIL'} |",
     ]
+    if any(k in lat for k in ("kforge_graph_ms", "torchscript_graph_ms", "torch_compile_graph_ms")):
+        lines += [
+            "",
+            "Each forward captured once as a CUDA graph and replayed (the host's per-op cost gone):",
+            "",
+            "| torch.compile ms | TorchScript ms | kforge ms | vs TorchScript | vs torch.compile |",
+            "|--:|--:|--:|--:|--:|",
+            f"| {ms('torch_compile_graph_ms')} | {ms('torchscript_graph_ms')} "
+            f"| {ms('kforge_graph_ms')} "
+            f"| {ratio(lat.get('torchscript_graph_ms'), lat.get('kforge_graph_ms'))} "
+            f"| {ratio(lat.get('torch_compile_graph_ms'), lat.get('kforge_graph_ms'))} |",
+        ]
     for n in check.get("notes") or []:
         lines.append(f"\nnote: {n}")
     return lines
