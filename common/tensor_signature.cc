@@ -98,6 +98,12 @@ v1::TensorSignature DenseSignature(const std::vector<int64_t>& sizes, v1::DType 
   return sig;
 }
 
+std::string TargetOpName(const v1::Target& target) {
+  std::vector<std::string> ops;
+  for (const v1::SubgraphNode& node : target.nodes()) ops.push_back(node.op());
+  return ops.empty() ? "?" : absl::StrJoin(ops, " -> ");
+}
+
 int AliasedInput(const v1::Target& target, int output) {
   if (target.nodes_size() != 1) return -1;
   const v1::SubgraphNode& node = target.nodes(0);

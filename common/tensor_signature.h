@@ -28,6 +28,8 @@ v1::Target ForCudaKernels(v1::Target target);
 // (`aten::add_.Tensor(Tensor(a!) self, ...) -> Tensor(a!)`) returns the argument its schema
 // marks written with the same alias letter. -1 when the output is a tensor of its own.
 int AliasedInput(const v1::Target& target, int output);
+// "aten::softmax", or "aten::mul -> aten::add -> aten::softmax" for a chain.
+std::string TargetOpName(const v1::Target& target);
 // ScalarValue constructors, for code that builds targets by hand (tests, benchmarks).
 namespace scalar {
 v1::ScalarValue Int(int64_t v);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/tensor_signature.h"
 
 namespace kforge {
 namespace {
@@ -40,7 +41,7 @@ std::string TargetLine(const v1::Target& t) {
     sigs.push_back(absl::StrCat("[", absl::StrJoin(in.sizes(), ","), "]"));
   }
   return absl::StrFormat("  %s  %-28s %6.2f%%  %4d calls  %s  family %s  %s", t.id().substr(0, 12),
-                         t.nodes(0).op(), t.share() * 100, t.calls_per_forward(),
+                         TargetOpName(t), t.share() * 100, t.calls_per_forward(),
                          absl::StrJoin(sigs, " "), t.family().empty() ? "none" : t.family(),
                          inputs);
 }

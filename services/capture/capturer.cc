@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -399,12 +400,22 @@ struct CallContext : at::ObserverContext {
 // Records the top-level aten calls of the forwards run while it is installed on this thread.
 class Recorder {
  public:
-  // Inputs of the first call of each wanted key are copied to the CPU (capture mode).
+  // Inputs of the first call of each wanted key are copied to the CPU (capture mode); a chain
+  // target's, from the calls of one of its instances (by position in the forward).
   struct Capture {
+    // A call whose tensors are some of a chain target's inputs: its tensor i becomes the
+    // target's input inputs[i] (-1: a value inside the chain, not an input).
+    struct ChainCall {
+      int target = 0;
+      std::vector<int> inputs;
+    };
     int64_t max_bytes = 0;
     std::unordered_map<std::string, int> wanted;  // key -> target index
+    std::unordered_map<size_t, std::vector<ChainCall>> wanted_calls;  // call position -> parts
     std::vector<std::vector<NamedTensor>> tensors;
+    std::vector<int64_t> bytes;          // kept so far, per target
     std::vector<int64_t> skipped_bytes;  // > 0: over the cap, not kept
+    std::vector<int> parts_left;         // calls still to copy, per target
     std::vector<bool> done;
   };
 
@@ -430,6 +441,7 @@ class Recorder {
   // that does not match falls back to describing it.
   void BeginForward(bool keep_sequence, bool replay = false) {
     depth_ = 0;
+    position_ = 0;
     pending_.clear();
     next_event_ = 0;
     keep_sequence_ = keep_sequence;
@@ -485,6 +497,7 @@ class Recorder {
     auto ctx = std::make_unique<CallContext>();
     ctx->top_level = depth_++ == 0;
     if (!ctx->top_level) return ctx;
+    const size_t position = position_++;
     if (replay_ && replay_position_ < sequence_.size() &&
         groups_[sequence_[replay_position_]].proto.op() == fn.name()) {
       StartTiming(ctx.get(), sequence_[replay_position_++]);
@@ -501,7 +514,7 @@ class Recorder {
     if (inserted) {
       groups_.push_back(DescribeCall(fn, schema, inputs, host_scalar, std::move(signature)));
     }
-    if (capture_ != nullptr) MaybeCaptureInputs(key, inputs, host_scalar);
+    if (capture_ != nullptr) MaybeCaptureInputs(key, position, inputs, host_scalar);
     if (keep_sequence_) sequence_.push_back(it->second);
     StartTiming(ctx.get(), it->second);
     return ctx;
@@ -536,12 +549,14 @@ class Recorder {
     if (!g.outputs_known) RecordOutputs(g, fn);
   }
 
-  void MaybeCaptureInputs(const std::string& key, c10::ArrayRef<const c10::IValue> inputs,
+  void MaybeCaptureInputs(const std::string& key, size_t position,
+                          c10::ArrayRef<const c10::IValue> inputs,
                           const std::vector<bool>& host_scalar) {
-    auto it = capture_->wanted.find(key);
-    if (it == capture_->wanted.end() || capture_->done[it->second]) return;
-    const int target = it->second;
-    capture_->done[target] = true;
+    auto single = capture_->wanted.find(key);
+    auto chain = capture_->wanted_calls.find(position);
+    const bool wants_single =
+        single != capture_->wanted.end() && !capture_->done[single->second];
+    if (!wants_single && chain == capture_->wanted_calls.end()) return;
     std::vector<at::Tensor> tensors;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const c10::IValue& v = inputs[i];
@@ -554,16 +569,39 @@ class Recorder {
         }
       }
     }
-    int64_t bytes = 0;
-    for (const auto& t : tensors) bytes += SpanBytes(t);
-    if (bytes > capture_->max_bytes) {
-      capture_->skipped_bytes[target] = bytes;
-      return;
-    }
     // The copies are aten calls too; they must not be recorded.
     at::RecordFunctionGuard no_recording(false);
+    if (wants_single) {
+      std::vector<int> all(tensors.size());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+      Keep(single->second, tensors, all);
+      capture_->done[single->second] = true;
+    }
+    if (chain != capture_->wanted_calls.end()) {
+      for (const Capture::ChainCall& part : chain->second) {
+        if (part.inputs.size() != tensors.size()) continue;  // another call: left not done
+        Keep(part.target, tensors, part.inputs);
+        if (--capture_->parts_left[part.target] == 0) capture_->done[part.target] = true;
+      }
+    }
+  }
+
+  // Copies `tensors[i]` as the target's input "in<inputs[i]>" (where inputs[i] >= 0), unless
+  // the target's inputs pass the cap.
+  void Keep(int target, const std::vector<at::Tensor>& tensors, const std::vector<int>& inputs) {
+    int64_t bytes = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
-      capture_->tensors[target].push_back({absl::StrCat("in", i), CompactCpuCopy(tensors[i])});
+      if (inputs[i] >= 0) bytes += SpanBytes(tensors[i]);
+    }
+    capture_->bytes[target] += bytes;
+    if (capture_->bytes[target] > capture_->max_bytes) {
+      capture_->skipped_bytes[target] = capture_->bytes[target];
+      return;
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (inputs[i] < 0) continue;
+      capture_->tensors[target].push_back(
+          {absl::StrCat("in", inputs[i]), CompactCpuCopy(tensors[i])});
     }
   }
 
@@ -576,6 +614,7 @@ class Recorder {
   std::thread::id thread_;
   at::CallbackHandle handle_ = 0;
   int depth_ = 0;
+  size_t position_ = 0;  // of the next top-level call in this forward
   bool keep_sequence_ = false;
   bool replay_ = false;
   size_t replay_position_ = 0;
@@ -692,8 +731,9 @@ std::string CanonicalSig(const v1::TensorSignature& sig) {
                       absl::StrJoin(sig.strides(), ","), "]+", sig.storage_offset());
 }
 
-// A single-node target from a group. The id hashes the subgraph and its signatures, not the
-// device or the timings, so the same op on the same shapes has the same id everywhere.
+void SetTargetId(v1::Target& t);
+
+// A single-node target from a group.
 v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterations) {
   v1::Target t;
   v1::SubgraphNode* node = t.add_nodes();
@@ -721,6 +761,19 @@ v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterati
     *t.add_outputs() = g.outputs[i];
     AddShapeSymbols(name, g.outputs[i], t);
   }
+  SetTargetId(t);
+  const double per_forward = g.total_s / static_cast<double>(iterations);
+  const int64_t calls = std::max<int64_t>(1, g.calls / iterations);
+  t.set_eager_time_s(per_forward / static_cast<double>(calls));
+  t.set_share(profiled_forward_s > 0 ? per_forward / profiled_forward_s : 0);
+  t.set_calls_per_forward(calls);
+  SetOpCost(t);
+  return t;
+}
+
+// The id hashes the subgraph and its signatures, not the device or the timings, so the same
+// ops on the same shapes have the same id everywhere.
+void SetTargetId(v1::Target& t) {
   std::string canonical = "kforge-target-v1\n";
   for (const auto& n : t.nodes()) {
     absl::StrAppend(&canonical, n.op(), ".", n.overload(), "|", n.schema(), "\n");
@@ -737,13 +790,6 @@ v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterati
     absl::StrAppend(&canonical, t.output_names(i), ":", CanonicalSig(t.outputs(i)), "\n");
   }
   t.set_id(Sha256Hex(canonical));
-  const double per_forward = g.total_s / static_cast<double>(iterations);
-  const int64_t calls = std::max<int64_t>(1, g.calls / iterations);
-  t.set_eager_time_s(per_forward / static_cast<double>(calls));
-  t.set_share(profiled_forward_s > 0 ? per_forward / profiled_forward_s : 0);
-  t.set_calls_per_forward(calls);
-  SetOpCost(t);
-  return t;
 }
 
 nlohmann::json SigJson(const v1::TensorSignature& sig) {
@@ -763,23 +809,58 @@ void CollectNodes(torch::jit::Block* block, std::vector<torch::jit::Node*>& out)
 // time share for aten nodes matched to recorded calls) and edges. Constants and attribute
 // reads are left out: they are not operators. Recorded calls are matched to aten nodes in
 // execution order (the executor runs the graph as written).
-std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
-                      const std::vector<int>& sequence, const std::vector<Group>& groups,
-                      const std::vector<int>& op_rank, int64_t iterations,
-                      double profiled_forward_s) {
-  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
+// A copy of forward's graph with every call inlined, and its nodes in order.
+struct InlinedForward {
+  std::shared_ptr<torch::jit::Graph> graph;
+  std::vector<torch::jit::Node*> nodes;
+};
+
+InlinedForward InlineForward(torch::jit::Module& module) {
+  InlinedForward f;
+  f.graph = module.get_method("forward").graph()->copy();
   // With the graph executor's optimizations off, Inline() inlines one level of calls per
   // pass (callees are not pre-inlined); repeat until no call is left.
-  std::vector<torch::jit::Node*> nodes;
   for (int pass = 0; pass < 64; ++pass) {
-    torch::jit::Inline(*graph);
-    nodes.clear();
-    CollectNodes(graph->block(), nodes);
-    bool has_calls = std::any_of(nodes.begin(), nodes.end(), [](torch::jit::Node* n) {
+    torch::jit::Inline(*f.graph);
+    f.nodes.clear();
+    CollectNodes(f.graph->block(), f.nodes);
+    bool has_calls = std::any_of(f.nodes.begin(), f.nodes.end(), [](torch::jit::Node* n) {
       return n->kind() == c10::prim::CallMethod || n->kind() == c10::prim::CallFunction;
     });
     if (!has_calls) break;
   }
+  return f;
+}
+
+// The recorded call (its position in `sequence`) of each aten node, matched in execution order
+// (the executor runs the graph as written): the next call of the node's operator within a
+// short look-ahead, so a node that made no call (a branch not taken) does not derail the rest.
+std::unordered_map<const torch::jit::Node*, size_t> MatchCalls(
+    const std::vector<torch::jit::Node*>& nodes, const std::vector<int>& sequence,
+    const std::vector<Group>& groups) {
+  std::unordered_map<const torch::jit::Node*, size_t> calls;
+  size_t cursor = 0;
+  constexpr size_t kLookahead = 64;
+  for (const torch::jit::Node* n : nodes) {
+    const std::string kind = n->kind().toQualString();
+    if (kind.rfind("aten::", 0) != 0) continue;
+    for (size_t i = cursor; i < sequence.size() && i < cursor + kLookahead; ++i) {
+      if (groups[sequence[i]].proto.op() != kind) continue;
+      calls[n] = i;
+      cursor = i + 1;
+      break;
+    }
+  }
+  return calls;
+}
+
+std::string GraphJson(const InlinedForward& forward, const std::string& model_name,
+                      const std::vector<int>& sequence, const std::vector<Group>& groups,
+                      const std::vector<int>& op_rank, int64_t iterations,
+                      double profiled_forward_s) {
+  const std::shared_ptr<torch::jit::Graph>& graph = forward.graph;
+  const std::unordered_map<const torch::jit::Node*, size_t> calls =
+      MatchCalls(forward.nodes, sequence, groups);
 
   std::unordered_map<const torch::jit::Value*, int> producer;
   nlohmann::json jnodes = nlohmann::json::array();
@@ -799,9 +880,7 @@ std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
     jinputs.push_back(id);
   }
 
-  size_t cursor = 0;
-  constexpr size_t kLookahead = 64;
-  for (torch::jit::Node* n : nodes) {
+  for (torch::jit::Node* n : forward.nodes) {
     const std::string kind = n->kind().toQualString();
     if (kind == "prim::Constant" || kind == "prim::GetAttr") continue;
     int id = next_id++;
@@ -820,24 +899,19 @@ std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
       producer[v] = id;
       outs.push_back({{"name", value_name(v)}, {"type", v->type()->str()}});
     }
-    if (kind.rfind("aten::", 0) == 0) {
-      for (size_t i = cursor; i < sequence.size() && i < cursor + kLookahead; ++i) {
-        const Group& g = groups[sequence[i]];
-        if (g.proto.op() != kind) continue;
-        nlohmann::json in_sigs = nlohmann::json::array();
-        for (const auto& s : g.proto.inputs()) in_sigs.push_back(SigJson(s));
-        jn["observed_inputs"] = in_sigs;
-        for (size_t k = 0; k < g.outputs.size() && k < outs.size(); ++k) {
-          outs[k]["observed"] = SigJson(g.outputs[k]);
-        }
-        jn["op_index"] = op_rank[sequence[i]];
-        jn["signature"] = g.proto.signature();
-        const double mean_s = g.calls ? g.total_s / static_cast<double>(g.calls) : 0;
-        jn["mean_s"] = mean_s;
-        jn["share"] = profiled_forward_s > 0 ? mean_s / profiled_forward_s : 0;
-        cursor = i + 1;
-        break;
+    if (auto call = calls.find(n); call != calls.end()) {
+      const Group& g = groups[sequence[call->second]];
+      nlohmann::json in_sigs = nlohmann::json::array();
+      for (const auto& s : g.proto.inputs()) in_sigs.push_back(SigJson(s));
+      jn["observed_inputs"] = in_sigs;
+      for (size_t k = 0; k < g.outputs.size() && k < outs.size(); ++k) {
+        outs[k]["observed"] = SigJson(g.outputs[k]);
       }
+      jn["op_index"] = op_rank[sequence[call->second]];
+      jn["signature"] = g.proto.signature();
+      const double mean_s = g.calls ? g.total_s / static_cast<double>(g.calls) : 0;
+      jn["mean_s"] = mean_s;
+      jn["share"] = profiled_forward_s > 0 ? mean_s / profiled_forward_s : 0;
     }
     jn["outputs"] = outs;
     std::string scope = n->scopeName();
@@ -851,6 +925,150 @@ std::string GraphJson(torch::jit::Module& module, const std::string& model_name,
                         {"nodes", jnodes},         {"edges", jedges},
                         {"iterations", iterations}};
   return doc.dump();
+}
+
+// ---- Chains -------------------------------------------------------------------------------
+
+// Chains of the forward (CaptureOptions::fuse): aten nodes each of whose one output is used
+// only by the next, as one target. Every node has a synthesizer family (the ops kforge writes
+// kernels for) and at most one is not elementwise: an elementwise prologue and epilogue around
+// at most one row-wise or normalization op (`x * scale + mask` into a softmax, a batch norm
+// into its ReLU). A node that writes an argument in place joins only where what it writes is
+// the previous node's output, which nothing else sees.
+struct Chain {
+  std::vector<int> groups;          // per node, in order
+  std::vector<int> links;           // links[i]: node i+1's tensor slot that node i's output fills
+  std::vector<size_t> first_calls;  // the first instance's calls (its inputs are captured)
+  int64_t instances = 0;            // in one forward
+};
+
+// Which tensor slot of `group`'s calls argument `j` of `node` is (-1: none, or a tensor list).
+int TensorSlot(const torch::jit::Node* node, size_t j, const Group& group) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (schema == nullptr || j >= schema->arguments().size()) return -1;
+  const std::string& name = schema->arguments()[j].name();
+  int slot = -1, count = 0;
+  for (const ArgSlot& a : group.args) {
+    if (a.name != name) continue;
+    ++count;
+    slot = a.tensor;
+  }
+  return count == 1 ? slot : -1;
+}
+
+// Whether `node` writes any argument but argument `allowed` (-1: none allowed).
+bool WritesOtherThan(const torch::jit::Node* node, int allowed) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (schema == nullptr) return true;
+  for (size_t j = 0; j < schema->arguments().size(); ++j) {
+    const c10::AliasInfo* alias = schema->arguments()[j].alias_info();
+    if (alias != nullptr && alias->isWrite() && static_cast<int>(j) != allowed) return true;
+  }
+  return false;
+}
+
+std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<int>& sequence,
+                              const std::vector<Group>& groups,
+                              const std::vector<std::string>& family) {
+  const std::unordered_map<const torch::jit::Node*, size_t> calls =
+      MatchCalls(forward.nodes, sequence, groups);
+  auto group_of = [&](const torch::jit::Node* n) {
+    auto it = calls.find(n);
+    return it == calls.end() ? -1 : sequence[it->second];
+  };
+  std::map<std::pair<std::vector<int>, std::vector<int>>, Chain> found;
+  std::unordered_map<const torch::jit::Node*, bool> taken;
+  for (const torch::jit::Node* first : forward.nodes) {
+    const int g0 = group_of(first);
+    if (g0 < 0 || taken[first] || family[g0].empty() || WritesOtherThan(first, -1)) continue;
+    std::vector<const torch::jit::Node*> path = {first};
+    std::vector<int> path_groups = {g0}, links;
+    int anchors = family[g0] == "elementwise" ? 0 : 1;
+    for (const torch::jit::Node* node = first;;) {
+      if (node->outputs().size() != 1 || groups[path_groups.back()].outputs.size() != 1) break;
+      const torch::jit::Value* out = node->output(0);
+      if (!out->type()->isSubtypeOf(*c10::TensorType::get()) || out->uses().size() != 1) break;
+      const torch::jit::Use& use = out->uses()[0];
+      const torch::jit::Node* next = use.user;
+      const int g = group_of(next);
+      if (g < 0 || taken[next] || next->owningBlock() != node->owningBlock() ||
+          family[g].empty() || WritesOtherThan(next, static_cast<int>(use.offset))) {
+        break;
+      }
+      const int next_anchors = anchors + (family[g] == "elementwise" ? 0 : 1);
+      const int slot = TensorSlot(next, use.offset, groups[g]);
+      if (next_anchors > 1 || slot < 0) break;
+      anchors = next_anchors;
+      path.push_back(next);
+      path_groups.push_back(g);
+      links.push_back(slot);
+      node = next;
+    }
+    if (path.size() < 2) continue;
+    for (const torch::jit::Node* n : path) taken[n] = true;
+    Chain& chain = found[{path_groups, links}];
+    if (chain.instances++ == 0) {
+      chain.groups = path_groups;
+      chain.links = links;
+      for (const torch::jit::Node* n : path) chain.first_calls.push_back(calls.at(n));
+    }
+  }
+  std::vector<Chain> chains;
+  for (auto& [key, chain] : found) chains.push_back(std::move(chain));
+  return chains;
+}
+
+// A chain's target: node i's output is "v<i>" inside the chain and "out<j>" at its end; its
+// inputs "in<k>" are the nodes' other tensors in order. `input_of_slot[i][t]` is the target
+// input that node i's tensor slot t is (-1: the previous node's output).
+v1::Target MakeChainTarget(const Chain& chain, const std::vector<Group>& groups,
+                           double profiled_forward_s, std::vector<std::vector<int>>* input_of_slot) {
+  v1::Target t;
+  input_of_slot->assign(chain.groups.size(), {});
+  double mean_s = 0;
+  for (size_t i = 0; i < chain.groups.size(); ++i) {
+    const Group& g = groups[chain.groups[i]];
+    mean_s += g.calls ? g.total_s / static_cast<double>(g.calls) : 0;
+    std::vector<int>& inputs = (*input_of_slot)[i];
+    inputs.assign(g.proto.inputs_size(), -1);
+    v1::SubgraphNode* node = t.add_nodes();
+    node->set_op(g.proto.op());
+    node->set_overload(g.proto.overload());
+    node->set_schema(g.schema);
+    for (const ArgSlot& slot : g.args) {
+      v1::Argument* a = node->add_args();
+      a->set_name(slot.name);
+      if (slot.tensor < 0) {
+        *a->mutable_scalar() = slot.scalar;
+      } else if (i > 0 && slot.tensor == chain.links[i - 1]) {
+        a->set_tensor(absl::StrCat("v", i - 1));
+      } else {
+        const int k = t.input_names_size();
+        inputs[slot.tensor] = k;
+        a->set_tensor(absl::StrCat("in", k));
+        t.add_input_names(absl::StrCat("in", k));
+        *t.add_inputs() = g.proto.inputs(slot.tensor);
+        AddShapeSymbols(absl::StrCat("in", k), g.proto.inputs(slot.tensor), t);
+      }
+    }
+    if (i + 1 < chain.groups.size()) {
+      node->add_outputs(absl::StrCat("v", i));
+      continue;
+    }
+    for (size_t j = 0; j < g.outputs.size(); ++j) {
+      const std::string name = absl::StrCat("out", j);
+      node->add_outputs(name);
+      t.add_output_names(name);
+      *t.add_outputs() = g.outputs[j];
+      AddShapeSymbols(name, g.outputs[j], t);
+    }
+  }
+  SetTargetId(t);
+  t.set_eager_time_s(mean_s);
+  t.set_calls_per_forward(chain.instances);
+  t.set_share(profiled_forward_s > 0 ? mean_s * chain.instances / profiled_forward_s : 0);
+  SetOpCost(t);
+  return t;
 }
 
 std::string DefaultModelName(const std::string& path) {
@@ -1057,36 +1275,100 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   }
 
   // Families for every group; targets for the top K.
-  std::vector<v1::Target> targets;
-  std::vector<int> target_groups;  // targets[i] is groups[target_groups[i]]
+  std::vector<v1::Target> singles(groups.size());
+  std::vector<std::string> families(groups.size());
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    v1::Target& t = singles[order[rank]];
+    t = MakeTarget(groups[order[rank]], result.profiled_forward_s, iterations);
+    families[order[rank]] = family ? family(t) : "";
+    t.set_family(families[order[rank]]);
+    profile.mutable_ops(static_cast<int>(rank))
+        ->set_family(families[order[rank]].empty() ? "none" : families[order[rank]]);
+  }
+  std::optional<InlinedForward> inlined;
+  try {
+    inlined = InlineForward(module);
+  } catch (const c10::Error& e) {
+    profile.add_notes(absl::StrCat("operator graph not available: ",
+                                   BriefError(e.what_without_backtrace())));
+  }
+  std::vector<Chain> chains;
+  if (options.fuse && inlined) chains = FindChains(*inlined, recorder.sequence(), groups, families);
+
+  // A call inside a chain belongs to the chain's target: each op's target keeps its other calls.
+  std::vector<int64_t> chained_calls(groups.size(), 0);
+  for (const Chain& c : chains) {
+    for (int g : c.groups) chained_calls[g] += c.instances;
+  }
+  struct Candidate {
+    v1::Target target;
+    double per_forward_s = 0;
+    int group = -1;  // a single op's target
+    int chain = -1;  // or a chain's
+    std::vector<std::vector<int>> input_of_slot;
+  };
+  std::vector<Candidate> candidates;
+  for (int g : order) {
+    Candidate c;
+    c.target = singles[g];
+    c.group = g;
+    const int64_t calls = c.target.calls_per_forward();
+    const int64_t own = calls - chained_calls[g];
+    if (own <= 0) continue;
+    c.per_forward_s = groups[g].total_s / static_cast<double>(iterations) *
+                      static_cast<double>(own) / static_cast<double>(calls);
+    if (own < calls) {
+      c.target.set_calls_per_forward(own);
+      c.target.set_share(c.target.share() * static_cast<double>(own) / static_cast<double>(calls));
+    }
+    candidates.push_back(std::move(c));
+  }
+  for (size_t i = 0; i < chains.size(); ++i) {
+    Candidate c;
+    c.target = MakeChainTarget(chains[i], groups, result.profiled_forward_s, &c.input_of_slot);
+    c.target.set_family(family ? family(c.target) : "");
+    c.per_forward_s = c.target.eager_time_s() * static_cast<double>(c.target.calls_per_forward());
+    c.chain = static_cast<int>(i);
+    candidates.push_back(std::move(c));
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.per_forward_s > b.per_forward_s;
+  });
   const auto wanted_op = [&](const v1::Target& t) {
     if (options.ops.empty()) return true;
     return std::any_of(t.nodes().begin(), t.nodes().end(), [&](const v1::SubgraphNode& n) {
       return std::find(options.ops.begin(), options.ops.end(), n.op()) != options.ops.end();
     });
   };
-  for (size_t rank = 0; rank < order.size(); ++rank) {
-    v1::Target t = MakeTarget(groups[order[rank]], result.profiled_forward_s, iterations);
-    std::string fam = family ? family(t) : "";
-    t.set_family(fam);
-    profile.mutable_ops(static_cast<int>(rank))->set_family(fam.empty() ? "none" : fam);
-    if (static_cast<int>(targets.size()) < options.top_k && groups[order[rank]].total_s > 0 &&
-        wanted_op(t)) {
-      targets.push_back(std::move(t));
-      target_groups.push_back(order[rank]);
-    }
-  }
-
-  // The real inputs of one call of each target, from one more forward.
+  std::vector<v1::Target> targets;
+  std::vector<std::string> labels;
+  // The real inputs of one call (one instance of a chain) of each target, from one more forward.
   const std::unordered_map<std::string, int>& keys = recorder.keys();
   capture.max_bytes = options.max_target_input_bytes;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const int group = target_groups[i];
-    for (const auto& [key, index] : keys) {
-      if (index == group) capture.wanted[key] = static_cast<int>(i);
+  for (Candidate& c : candidates) {
+    if (static_cast<int>(targets.size()) >= options.top_k) break;
+    if (c.per_forward_s <= 0 || !wanted_op(c.target)) continue;
+    const int index = static_cast<int>(targets.size());
+    if (c.chain < 0) {
+      for (const auto& [key, group] : keys) {
+        if (group == c.group) capture.wanted[key] = index;
+      }
+      capture.parts_left.push_back(1);
+      labels.push_back(absl::StrCat(c.target.nodes(0).op(), " ", groups[c.group].proto.signature()));
+    } else {
+      const Chain& chain = chains[c.chain];
+      std::vector<std::string> ops;
+      for (size_t n = 0; n < chain.groups.size(); ++n) {
+        capture.wanted_calls[chain.first_calls[n]].push_back({index, c.input_of_slot[n]});
+        ops.push_back(groups[chain.groups[n]].proto.op());
+      }
+      capture.parts_left.push_back(static_cast<int>(chain.groups.size()));
+      labels.push_back(absl::StrCat("chain ", absl::StrJoin(ops, " -> ")));
     }
+    targets.push_back(std::move(c.target));
   }
   capture.tensors.resize(targets.size());
+  capture.bytes.assign(targets.size(), 0);
   capture.skipped_bytes.assign(targets.size(), 0);
   capture.done.assign(targets.size(), false);
   if (!targets.empty()) {
@@ -1106,8 +1388,7 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     v1::Target& t = targets[i];
-    const std::string label =
-        absl::StrCat(t.nodes(0).op(), " ", groups[target_groups[i]].proto.signature());
+    const std::string& label = labels[i];
     if (capture.skipped_bytes[i] > 0) {
       profile.add_notes(absl::StrFormat(
           "target %s (%s): its inputs are %.1f MiB, above the %.1f MiB cap per target; not "
@@ -1118,7 +1399,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
     }
     if (!capture.done[i]) {
       profile.add_notes(absl::StrFormat(
-          "target %s (%s): no call with this signature in the capture forward; inputs not kept",
+          "target %s (%s): no call with this signature in the capture forward (or, for a "
+          "chain, its calls were not where they were before); inputs not kept",
           t.id().substr(0, 12), label));
       continue;
     }
@@ -1139,12 +1421,9 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   }
   for (auto& t : targets) *profile.add_targets() = std::move(t);
 
-  try {
-    profile.set_graph_json(GraphJson(module, profile.model_name(), recorder.sequence(), groups,
+  if (inlined) {
+    profile.set_graph_json(GraphJson(*inlined, profile.model_name(), recorder.sequence(), groups,
                                      op_rank, iterations, result.profiled_forward_s));
-  } catch (const c10::Error& e) {
-    profile.add_notes(
-        absl::StrCat("operator graph not available: ", BriefError(e.what_without_backtrace())));
   }
   return result;
 }

@@ -32,6 +32,11 @@ struct CaptureOptions {
   // When not empty, targets are the top K among ops named here ("aten::softmax"); a chain
   // target qualifies when any of its nodes does.
   std::vector<std::string> ops;
+  // Chains of nodes (each one's output used only by the next, every node of a synthesizer
+  // family, at most one not elementwise) become targets of their own, and their calls leave
+  // their ops' targets. Off by default: the synthesizer does not write chains yet (an LLM
+  // proposer does).
+  bool fuse = false;
   // The captured inputs of one target larger than this are not kept (a note says so).
   int64_t max_target_input_bytes = int64_t{256} << 20;
 };

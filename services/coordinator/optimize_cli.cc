@@ -215,6 +215,11 @@ void RegisterOptimizeCommands(CLI::App& app, OptimizeExportHook export_hook) {
   cmd->add_option("--ops", flags->ops,
                   "only targets of these ops, e.g. softmax,aten::group_norm (--top applies "
                   "among them)");
+  cmd->add_flag("--fuse", o.fuse,
+                "chains of ops (an elementwise prologue or epilogue around at most one row-wise "
+                "or normalization op, each output used only by the next) become targets, their "
+                "calls leaving their ops' targets; the synthesizer refuses chains for now (an "
+                "LLM proposer writes them)");
   cmd->add_option("--max-target-mib", flags->max_target_mib,
                   "captured inputs of one target above this many MiB are not kept, and the "
                   "target is not searched (a Redis store holds at most 512 MiB per value)")

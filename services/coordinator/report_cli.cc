@@ -15,6 +15,7 @@
 #include "common/cli.h"
 #include "common/status.h"
 #include "common/store.h"
+#include "common/tensor_signature.h"
 #include "common/torch_rows.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "services/coordinator/embedded/target_selection.h"

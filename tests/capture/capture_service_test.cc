@@ -1,5 +1,6 @@
-// Capturer as a library (family lookup, captured inputs in the store) and CaptureService over
-// real gRPC on loopback, on the ResNet-50 example the fixture exports (CPU).
+// Capturer as a library (family lookup, captured inputs in the store, chain targets) and
+// CaptureService over real gRPC on loopback, on the ResNet-50 example the fixture exports and a
+// model of chains (CPU).
 #include "services/capture/capture_service.h"
 
 #include <grpcpp/client_context.h>
@@ -7,6 +8,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <filesystem>
+#include <map>
 
 #include "common/blob_store.h"
 #include "common/grpc_server.h"
@@ -15,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "kforge/v1/capture.grpc.pb.h"
 #include "services/capture/capturer.h"
+#include "services/worker/reference.h"
 #include "tests/capture/capture_test_util.h"
 #include "tests/support/temp_dir.h"
 
@@ -91,6 +94,98 @@ TEST(Capturer, CapOnCapturedInputsIsReported) {
   }
   EXPECT_EQ(cap_notes, 2);
   EXPECT_TRUE(result->target_inputs.empty());
+}
+
+// The families the synthesizer's registry gives these ops (the capture library does not link
+// the synthesizer).
+std::string ChainFamilyOf(const v1::Target& t) {
+  if (t.nodes_size() != 1) return "";
+  const std::string& op = t.nodes(0).op();
+  if (op == "aten::softmax") return "rowwise";
+  if (op == "aten::batch_norm") return "batch_norm";
+  for (const char* e : {"aten::mul", "aten::add", "aten::relu_", "aten::sigmoid"}) {
+    if (op == e) return "elementwise";
+  }
+  return "";
+}
+
+std::vector<std::string> OpsOf(const v1::Target& t) {
+  std::vector<std::string> ops;
+  for (const v1::SubgraphNode& n : t.nodes()) ops.push_back(n.op());
+  return ops;
+}
+
+TEST(Capturer, FuseMakesChainsTargetsWhoseReferenceIsTheModel) {
+  TempDir dir;
+  CommandResult made = RunCommand(Python() + " " + Quote(std::string(KFORGE_SOURCE_DIR) +
+                                                          "/tests/capture/make_chain_model.py") +
+                                      " " + Quote((dir / "model").string()),
+                                  dir.path());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto store = OpenStore("dir:" + (dir / "store").string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  CaptureOptions options;
+  options.model_path = (dir / "model" / "model.pt").string();
+  options.inputs_path = (dir / "model" / "inputs.pt").string();
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 2;
+  options.top_k = 20;
+  options.fuse = true;
+  auto result = Capturer::Run(options, store->get(), ChainFamilyOf);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const v1::OperatorProfile& p = result->profile;
+  EXPECT_EQ(p.ops_size(), 10);  // the op table is per op and signature, chains or not
+
+  std::map<std::vector<std::string>, const v1::Target*> by_ops;
+  for (const v1::Target& t : p.targets()) by_ops[OpsOf(t)] = &t;
+  const std::vector<std::string> softmax_chain = {"aten::mul", "aten::add", "aten::softmax"};
+  const std::vector<std::string> bn_chain = {"aten::batch_norm", "aten::relu_", "aten::add"};
+  ASSERT_TRUE(by_ops.count(softmax_chain));
+  ASSERT_TRUE(by_ops.count(bn_chain));
+  // sigmoid feeds both operands of its mul, and relu_ writes the model's input: each stays a
+  // target of its own, as does the mul after it. Ops whose every call is in a chain are not.
+  EXPECT_TRUE(by_ops.count({"aten::sigmoid"}));
+  EXPECT_TRUE(by_ops.count({"aten::relu_"}));
+  EXPECT_FALSE(by_ops.count({"aten::softmax"}));
+  EXPECT_FALSE(by_ops.count({"aten::batch_norm"}));
+  EXPECT_EQ(p.targets_size(), 6);  // the two chains, sigmoid, relu_ and the two muls after them
+
+  const v1::Target& chain = *by_ops[softmax_chain];
+  EXPECT_EQ(chain.family(), "");  // the lookup knows single ops only
+  EXPECT_EQ(chain.input_names_size(), 2);  // x and the mask; 0.125 is a number
+  EXPECT_EQ(chain.nodes(1).args(0).tensor(), "v0");
+  EXPECT_EQ(chain.nodes(2).args(0).tensor(), "v1");
+  EXPECT_EQ(chain.calls_per_forward(), 1);
+  double members = 0;  // mul, add and softmax: the ops whose first input is x's shape
+  for (const v1::OpGroup& op : p.ops()) {
+    if (op.signature().rfind("f32[2,4,64,64]", 0) == 0) members += op.mean_s();
+  }
+  EXPECT_NEAR(chain.eager_time_s(), members, members * 1e-6);
+
+  // The captured inputs of the chain, run through its nodes, give the model's first output.
+  auto outputs = ReadTensors((dir / "model" / "outputs.pt").string());
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  for (const auto& [ops, output] : {std::pair{softmax_chain, 0}, std::pair{bn_chain, 1}}) {
+    const v1::Target& t = *by_ops[ops];
+    ASSERT_TRUE(t.has_captured_inputs()) << t.id();
+    auto blob = GetBlob(**store, t.captured_inputs());
+    ASSERT_TRUE(blob.ok()) << blob.status();
+    auto tensors = ParseTensors(*blob, "captured inputs");
+    ASSERT_TRUE(tensors.ok()) << tensors.status();
+    ASSERT_EQ(static_cast<int>(tensors->size()), t.inputs_size());
+    std::vector<at::Tensor> inputs;
+    for (int i = 0; i < t.inputs_size(); ++i) {
+      EXPECT_EQ((*tensors)[i].name, t.input_names(i));
+      inputs.push_back((*tensors)[i].tensor);
+    }
+    auto runner = ReferenceRunner::Create(t);
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    auto got = runner->Run(inputs, ReferenceRunner::Precision::kNative);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_TRUE((*got)[0].allclose((*outputs)[output].tensor)) << t.id();
+  }
 }
 
 TEST(CaptureService, CapturesModelFromStoreDigestsOverGrpc) {

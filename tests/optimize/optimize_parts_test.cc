@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/tensor_signature.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "services/coordinator/embedded/optimize_report.h"

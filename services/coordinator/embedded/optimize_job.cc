@@ -176,6 +176,7 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
   capture.device = use_gpu ? (o.device == "auto" ? "cuda" : o.device) : "cpu";
   capture.top_k = refusal ? o.top_k + kExtraCapturedTargets : o.top_k;
   capture.ops = o.ops;
+  capture.fuse = o.fuse;
   capture.max_target_input_bytes = o.max_target_input_bytes;
   Say(display, absl::StrCat("capturing ", o.model_path, " on ", capture.device, " ..."));
   const double start = Now();

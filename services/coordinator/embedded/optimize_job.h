@@ -30,6 +30,7 @@ struct OptimizeOptions {
   int top_k = 5;                   // targets searched
   // Only targets of these ops ("aten::softmax"); empty: any op.
   std::vector<std::string> ops;
+  bool fuse = false;  // chains of nodes as targets too (CaptureOptions::fuse)
   // Captured inputs of one target above this are not kept (and the target is not searched).
   int64_t max_target_input_bytes = int64_t{1} << 30;
   int iterations = 64;             // evaluations per target

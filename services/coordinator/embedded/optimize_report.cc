@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/tensor_signature.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace kforge {

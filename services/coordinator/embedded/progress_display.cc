@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/tensor_signature.h"
 #include "services/coordinator/embedded/target_selection.h"
 
 namespace kforge {

@@ -41,12 +41,6 @@ std::string DtypeShort(v1::DType dtype) {
 
 }  // namespace
 
-std::string TargetOpName(const v1::Target& target) {
-  std::vector<std::string> ops;
-  for (const v1::SubgraphNode& node : target.nodes()) ops.push_back(node.op());
-  return ops.empty() ? "?" : absl::StrJoin(ops, " -> ");
-}
-
 std::string TargetSignature(const v1::Target& target) {
   std::vector<std::string> parts;
   for (const v1::TensorSignature& input : target.inputs()) {

@@ -39,8 +39,6 @@ void SetFloors(v1::OperatorProfile& profile, const v1::GpuInfo& gpu);
 TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
                               const TargetRefusal& refusal);
 
-// "aten::softmax" or "aten::add -> aten::mul" for a chain.
-std::string TargetOpName(const v1::Target& target);
 // "f32[64,512] dim=-1": input dtypes and sizes, then the scalar arguments.
 std::string TargetSignature(const v1::Target& target);
 

@@ -21,6 +21,7 @@
 #include "common/serve_flags.h"
 #include "common/status.h"
 #include "common/store.h"
+#include "common/tensor_signature.h"
 #include "kforge/v1/coordinator.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
