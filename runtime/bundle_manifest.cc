@@ -60,26 +60,35 @@ json KernelJson(const BundleKernel& k) {
                         {"ptx", FileJson(b.ptx)},
                         {"validated", b.validated}});
   }
-  return {{"id", k.id},
-          {"target_id", k.target_id},
-          {"op", k.op},
-          {"overload", k.overload},
-          {"schema", k.schema},
-          {"signature", k.signature},
-          {"constants", k.constants},
-          {"guards",
-           {{"device_type", "cuda"}, {"no_grad", true}, {"inputs", std::move(inputs)}}},
-          {"outputs", std::move(outputs)},
-          {"scalar_args", {{"ints", k.int_args}, {"floats", k.float_args}}},
-          {"launch_plan", json::parse(k.launch_plan_json, nullptr, false)},
-          {"binaries", std::move(binaries)},
-          {"source", FileJson(k.source)},
-          {"measured",
-           {{"candidate_id", k.candidate_id},
-            {"gpu", k.gpu_name},
-            {"eager_s", k.eager_s},
-            {"kernel_s", k.kernel_s},
-            {"speedup", k.speedup}}}};
+  json kernel = {{"id", k.id},
+                 {"target_id", k.target_id},
+                 {"op", k.op},
+                 {"overload", k.overload},
+                 {"schema", k.schema},
+                 {"signature", k.signature},
+                 {"constants", k.constants},
+                 {"guards",
+                  {{"device_type", "cuda"}, {"no_grad", true}, {"inputs", std::move(inputs)}}},
+                 {"outputs", std::move(outputs)},
+                 {"scalar_args", {{"ints", k.int_args}, {"floats", k.float_args}}},
+                 {"launch_plan", json::parse(k.launch_plan_json, nullptr, false)},
+                 {"binaries", std::move(binaries)},
+                 {"source", FileJson(k.source)},
+                 {"measured",
+                  {{"candidate_id", k.candidate_id},
+                   {"gpu", k.gpu_name},
+                   {"eager_s", k.eager_s},
+                   {"kernel_s", k.kernel_s},
+                   {"speedup", k.speedup}}}};
+  if (!k.chain.empty()) {
+    json chain = json::array();
+    for (const BundleNode& n : k.chain) {
+      chain.push_back({{"op", n.op}, {"overload", n.overload}, {"schema", n.schema},
+                       {"constants", n.constants}});
+    }
+    kernel["chain"] = std::move(chain);
+  }
+  return kernel;
 }
 
 // Field access with errors that name the path inside the manifest.
@@ -149,6 +158,21 @@ absl::StatusOr<BundleKernel> ParseKernel(const Reader& r, const json& j, const s
     if (absl::Status s = r.Get(j, path, key, field); !s.ok()) return s;
   }
   if (j.contains("constants")) k.constants = j.at("constants");
+  if (j.contains("chain")) {
+    absl::StatusOr<const json*> chain = r.Field(j, path, "chain", json::value_t::array);
+    if (!chain.ok()) return chain.status();
+    for (size_t i = 0; i < (*chain)->size(); ++i) {
+      const json& n = (**chain)[i];
+      const std::string np = absl::StrCat(path, ".chain[", i, "]");
+      BundleNode node;
+      for (auto [key, field] :
+           {std::pair{"op", &node.op}, {"overload", &node.overload}, {"schema", &node.schema}}) {
+        if (absl::Status s = r.Get(n, np, key, field); !s.ok()) return s;
+      }
+      if (n.contains("constants")) node.constants = n.at("constants");
+      k.chain.push_back(std::move(node));
+    }
+  }
   absl::StatusOr<const json*> guards = r.Field(j, path, "guards", json::value_t::object);
   if (!guards.ok()) return guards.status();
   std::string device_type;
@@ -343,6 +367,16 @@ absl::Status ValidateManifest(const BundleManifest& m, const std::string& where)
     }
     if (!ids.insert(k.id).second) return error(p + ".id", absl::StrCat("'", k.id, "' repeats"));
     if (k.op.rfind("aten::", 0) != 0) return error(p + ".op", "expected an aten operator");
+    std::vector<std::string> chain_ops;
+    for (size_t n = 0; n < k.chain.size(); ++n) {
+      if (k.chain[n].op.rfind("aten::", 0) != 0) {
+        return error(absl::StrCat(p, ".chain[", n, "].op"), "expected an aten operator");
+      }
+      chain_ops.push_back(k.chain[n].op);
+    }
+    if (!k.chain.empty() && k.op != absl::StrJoin(chain_ops, " -> ")) {
+      return error(p + ".op", "a chain's op must name its nodes' ops joined by \" -> \"");
+    }
     if (k.inputs.empty() || k.inputs.size() > KF_MAX_INPUTS) {
       return error(p + ".guards.inputs", absl::StrCat("1 to ", KF_MAX_INPUTS, " inputs"));
     }

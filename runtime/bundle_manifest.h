@@ -56,14 +56,25 @@ struct KernelBinary {
   bool validated = false;  // the arch the search validated and timed the kernel on
 };
 
+// One node of a chain kernel's subgraph.
+struct BundleNode {
+  std::string op;        // "aten::mul"
+  std::string overload;  // "Tensor"
+  std::string schema;
+  nlohmann::json constants = nlohmann::json::object();
+};
+
 struct BundleKernel {
   std::string id;         // unique in the bundle: "<op>_<target id prefix>"
   std::string target_id;  // the optimize run's target
-  std::string op;         // "aten::softmax"
+  // "aten::softmax"; for a chain of nodes computed as one, "aten::mul -> aten::add -> ..."
+  // (with `chain` describing each node, and overload, schema and constants empty).
+  std::string op;
   std::string overload;   // "int"
   std::string schema;     // the full aten schema
   std::string signature;  // human-readable target signature
   nlohmann::json constants = nlohmann::json::object();  // the node's constant arguments
+  std::vector<BundleNode> chain;  // written only for a chain
   // Guards (device type CUDA, arch through `binaries`, no grad).
   std::vector<TensorGuard> inputs;
   std::vector<OutputSpec> outputs;

@@ -87,6 +87,13 @@ std::string ShortOp(const std::string& op) {
   return name;
 }
 
+// "softmax", or "mul_add_softmax" for a chain.
+std::string ShortOps(const v1::Target& target) {
+  std::vector<std::string> ops;
+  for (const v1::SubgraphNode& n : target.nodes()) ops.push_back(ShortOp(n.op()));
+  return absl::StrJoin(ops, "_");
+}
+
 json ScalarJson(const v1::ScalarValue& s) {
   switch (s.value_case()) {
     case v1::ScalarValue::kIntValue: return s.int_value();
@@ -232,17 +239,15 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
       skip.reason = "the winner was not re-confirmed in a fresh process";
     } else if (!(e.speedup() > 1.0)) {
       skip.reason = absl::StrFormat("the winner is not faster than eager (%.3fx)", e.speedup());
-    } else if (w.target.nodes_size() != 1) {
-      skip.reason = "fused (multi-node) targets are not exported yet";
     }
     if (!skip.reason.empty()) {
       result.skipped.push_back(skip);
       continue;
     }
     if (auto cubin = ReadWholeFile(kdir / "cubin"); cubin.ok()) w.validated_cubin = *cubin;
-    w.kernel_id = absl::StrCat(ShortOp(w.target.nodes(0).op()), "_", w.target.id().substr(0, 12));
+    w.kernel_id = absl::StrCat(ShortOps(w.target), "_", w.target.id().substr(0, 12));
     if (!kernel_ids.insert(w.kernel_id).second) {
-      w.kernel_id = absl::StrCat(ShortOp(w.target.nodes(0).op()), "_", w.target.id().substr(0, 20));
+      w.kernel_id = absl::StrCat(ShortOps(w.target), "_", w.target.id().substr(0, 20));
       kernel_ids.insert(w.kernel_id);
     }
     winners.push_back(std::move(w));
@@ -322,12 +327,20 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
     BundleKernel k;
     k.id = w.kernel_id;
     k.target_id = w.target.id();
-    k.op = w.target.nodes(0).op();
-    k.overload = w.target.nodes(0).overload();
-    k.schema = w.target.nodes(0).schema();
+    k.op = TargetOpName(w.target);
     k.signature = TargetSignature(w.target);
-    for (const v1::Argument& a : w.target.nodes(0).args()) {
-      if (a.kind_case() == v1::Argument::kScalar) k.constants[a.name()] = ScalarJson(a.scalar());
+    for (const v1::SubgraphNode& n : w.target.nodes()) {
+      BundleNode node{n.op(), n.overload(), n.schema()};
+      for (const v1::Argument& a : n.args()) {
+        if (a.kind_case() == v1::Argument::kScalar) node.constants[a.name()] = ScalarJson(a.scalar());
+      }
+      k.chain.push_back(std::move(node));
+    }
+    if (k.chain.size() == 1) {  // a single op is described by the kernel's own fields
+      k.overload = k.chain[0].overload;
+      k.schema = k.chain[0].schema;
+      k.constants = k.chain[0].constants;
+      k.chain.clear();
     }
     for (const v1::TensorSignature& sig : w.target.inputs()) {
       TensorGuard g;

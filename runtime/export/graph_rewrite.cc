@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/tensor_signature.h"
 #include "nlohmann/json.hpp"
 
 namespace kforge {
@@ -166,39 +167,77 @@ c10::ScalarType ScalarTypeOf(v1::DType dtype) {
   }
 }
 
-// The positions among the node's inputs of the target's tensor inputs, in target order, when
-// the node computes the target; else nullopt.
-std::optional<std::vector<size_t>> MatchNode(Node* node, const v1::Target& target) {
-  const v1::SubgraphNode& t = target.nodes(0);
-  if (node->kind().toQualString() != t.op()) return std::nullopt;
-  const c10::FunctionSchema* schema = node->maybeSchema();
-  if (schema == nullptr || schema->overload_name() != t.overload()) return std::nullopt;
-  if (node->inputs().size() != schema->arguments().size()) return std::nullopt;
-  if (node->outputs().size() != static_cast<size_t>(target.outputs_size())) return std::nullopt;
-  for (Value* out : node->outputs()) {
-    if (!out->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
+// Where a target input is in the graph: input `input` of the subgraph's node `node`.
+using InputPosition = std::pair<size_t, size_t>;
+
+// The graph's nodes computing the target — the node computing its outputs (`last`) and, for a
+// chain, the nodes before it, each of whose one output only the next uses — and where the
+// target's tensor inputs are among their inputs, in target order; nullopt when `last` does not
+// end such a subgraph. Each node has its target node's operator, overload and constant
+// arguments.
+struct SubgraphMatch {
+  std::vector<Node*> nodes;  // in target order
+  std::vector<InputPosition> inputs;
+};
+
+std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target) {
+  const int k = target.nodes_size();
+  if (k == 0) return std::nullopt;
+  std::map<std::string, int> producer;  // a value inside the subgraph -> its target node
+  for (int i = 0; i < k; ++i) {
+    for (const std::string& out : target.nodes(i).outputs()) producer[out] = i;
   }
-  constexpr size_t kUnset = static_cast<size_t>(-1);
-  std::vector<size_t> inputs(target.input_names_size(), kUnset);
-  for (size_t j = 0; j < schema->arguments().size(); ++j) {
-    const std::string& name = schema->arguments()[j].name();
-    const v1::Argument* recorded = nullptr;
-    int count = 0;
-    for (const v1::Argument& a : t.args()) {
-      if (a.name() == name) {
-        recorded = recorded ? recorded : &a;
-        ++count;
-      }
+  constexpr InputPosition kUnset{static_cast<size_t>(-1), 0};
+  SubgraphMatch match;
+  match.nodes.assign(k, nullptr);
+  match.inputs.assign(target.input_names_size(), kUnset);
+  match.nodes[k - 1] = last;
+  for (int i = k - 1; i >= 0; --i) {
+    Node* node = match.nodes[i];
+    if (node == nullptr) return std::nullopt;
+    const v1::SubgraphNode& t = target.nodes(i);
+    if (node->kind().toQualString() != t.op()) return std::nullopt;
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (schema == nullptr || schema->overload_name() != t.overload()) return std::nullopt;
+    if (node->inputs().size() != schema->arguments().size()) return std::nullopt;
+    const size_t outputs = i == k - 1 ? static_cast<size_t>(target.outputs_size()) : 1;
+    if (node->outputs().size() != outputs) return std::nullopt;
+    for (Value* out : node->outputs()) {
+      if (!out->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
     }
-    if (recorded == nullptr || count != 1) return std::nullopt;  // unknown or a tensor list
-    Value* value = node->input(j);
-    if (recorded->kind_case() == v1::Argument::kTensor) {
-      if (!value->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
-      int index = -1;
-      for (int k = 0; k < target.input_names_size(); ++k) {
-        if (target.input_names(k) == recorded->tensor()) index = k;
+    for (size_t j = 0; j < schema->arguments().size(); ++j) {
+      const std::string& name = schema->arguments()[j].name();
+      const v1::Argument* recorded = nullptr;
+      int count = 0;
+      for (const v1::Argument& a : t.args()) {
+        if (a.name() == name) {
+          recorded = recorded ? recorded : &a;
+          ++count;
+        }
       }
-      if (index < 0 || inputs[index] != kUnset) return std::nullopt;
+      if (recorded == nullptr || count != 1) return std::nullopt;  // unknown or a tensor list
+      Value* value = node->input(j);
+      if (recorded->kind_case() != v1::Argument::kTensor) {
+        std::optional<c10::IValue> constant = ConstantOf(value);
+        if (!constant || !ScalarMatches(recorded->scalar(), *constant)) return std::nullopt;
+        continue;
+      }
+      if (!value->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
+      if (auto inside = producer.find(recorded->tensor()); inside != producer.end()) {
+        // A value inside the subgraph: made by the node matched to its producer, used only here.
+        const int m = inside->second;
+        if (m >= i || value->uses().size() != 1 || value->node()->owningBlock() != node->owningBlock() ||
+            (match.nodes[m] != nullptr && match.nodes[m] != value->node())) {
+          return std::nullopt;
+        }
+        match.nodes[m] = value->node();
+        continue;
+      }
+      int index = -1;
+      for (int in = 0; in < target.input_names_size(); ++in) {
+        if (target.input_names(in) == recorded->tensor()) index = in;
+      }
+      if (index < 0 || match.inputs[index] != kUnset) return std::nullopt;
       // Where the graph records a complete type (traced models), it must agree.
       if (auto type = value->type()->cast<c10::TensorType>()) {
         const v1::TensorSignature& sig = target.inputs(index);
@@ -211,16 +250,13 @@ std::optional<std::vector<size_t>> MatchNode(Node* node, const v1::Target& targe
           return std::nullopt;
         }
       }
-      inputs[index] = j;
-    } else {
-      std::optional<c10::IValue> constant = ConstantOf(value);
-      if (!constant || !ScalarMatches(recorded->scalar(), *constant)) return std::nullopt;
+      match.inputs[index] = {static_cast<size_t>(i), j};
     }
   }
-  for (size_t position : inputs) {
+  for (const InputPosition& position : match.inputs) {
     if (position == kUnset) return std::nullopt;
   }
-  return inputs;
+  return match;
 }
 
 // What graph.json says the capture saw at each node: the input signatures of the node's first
@@ -270,14 +306,24 @@ absl::StatusOr<std::unordered_map<Node*, Observed>> AlignObservations(
   return observed;
 }
 
-// Whether the capture observed the node called with exactly the target's input signatures.
-bool ObservedWith(Observed observed, const v1::Target& target) {
-  if (observed == nullptr || observed->size() != static_cast<size_t>(target.inputs_size())) {
-    return false;
+// Whether the capture observed `node` called as target node `i`: its observed tensor inputs, in
+// order, are the target node's tensor arguments — a target input's signature, or a value made
+// inside the subgraph (not compared).
+bool ObservedWith(Observed seen, const v1::Target& target, int i) {
+  if (seen == nullptr) return false;
+  std::vector<std::string> tensors;
+  for (const v1::Argument& a : target.nodes(i).args()) {
+    if (a.kind_case() == v1::Argument::kTensor) tensors.push_back(a.tensor());
   }
-  for (int i = 0; i < target.inputs_size(); ++i) {
-    const nlohmann::json& o = (*observed)[i];
-    const v1::TensorSignature& sig = target.inputs(i);
+  if (seen->size() != tensors.size()) return false;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    int index = -1;
+    for (int in = 0; in < target.input_names_size(); ++in) {
+      if (target.input_names(in) == tensors[t]) index = in;
+    }
+    if (index < 0) continue;
+    const nlohmann::json& o = (*seen)[t];
+    const v1::TensorSignature& sig = target.inputs(index);
     if (!o.is_object() || o.value("dtype", "") != v1::DType_Name(sig.dtype()) ||
         o.value("sizes", std::vector<int64_t>{}) !=
             std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end()) ||
@@ -292,7 +338,7 @@ bool ObservedWith(Observed observed, const v1::Target& target) {
 // Why no node computes `target`, from how far its nodes got.
 std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, int with_constants,
                          bool used_observations) {
-  const std::string op = target.nodes(0).op();
+  const std::string op = target.nodes(target.nodes_size() - 1).op();
   if (with_op == 0) return absl::StrCat("the model's graph has no ", op, " node");
   const std::string nodes = absl::StrCat(with_op, " ", op, " node", with_op == 1 ? "" : "s");
   if (used_observations && observed == 0) {
@@ -306,8 +352,13 @@ std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, in
           : absl::StrCat("its ", nodes);
   if (with_constants == 0) {
     return absl::StrCat(which, " do not take the target's scalar arguments as constants equal "
-                        "to the captured values, or differ in overload or tensor types (the "
-                        "kernel is proven for the captured values only)");
+                        "to the captured values, or differ in overload or tensor types",
+                        target.nodes_size() > 1
+                            ? absl::StrCat(", or do not end the chain ", TargetOpName(target),
+                                           " (each node's one output used only by the next, "
+                                           "called as captured)")
+                            : "",
+                        " (the kernel is proven for the captured values only)");
   }
   return absl::StrCat(which, " already call other kernels with other tensor inputs");
 }
@@ -378,33 +429,53 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
     planned.node = node;
     const std::string kind = node->kind().toQualString();
     for (const RewriteKernel& k : kernels) {
-      if (k.target.nodes_size() != 1 || kind != k.target.nodes(0).op()) continue;
+      const int last = k.target.nodes_size() - 1;
+      if (last < 0 || kind != k.target.nodes(last).op()) continue;
       Tally& t = tally[k.kernel_id];
       ++t.with_op;
       if (plan.used_observations) {
-        if (!ObservedWith(observed[node], k.target)) continue;
+        if (!ObservedWith(observed[node], k.target, last)) continue;
         ++t.observed;
       }
-      std::optional<std::vector<size_t>> positions = MatchNode(node, k.target);
-      if (!positions) continue;
+      std::optional<SubgraphMatch> match = MatchSubgraph(node, k.target);
+      if (!match) continue;
+      if (plan.used_observations) {
+        bool seen = true;
+        for (int i = 0; i < last && seen; ++i) {
+          seen = ObservedWith(observed[match->nodes[i]], k.target, i);
+        }
+        if (!seen) continue;
+      }
       ++t.with_constants;
-      // Kernels of one node share the call's input list.
-      if (!planned.kernel_ids.empty() && *positions != planned.input_positions) continue;
-      planned.input_positions = *std::move(positions);
+      // Kernels of one node share the call's subgraph and input list.
+      if (!planned.kernel_ids.empty() &&
+          (match->nodes != planned.nodes || match->inputs != planned.input_positions)) {
+        continue;
+      }
+      planned.nodes = match->nodes;
+      planned.input_positions = match->inputs;
       planned.inputs.clear();
-      for (size_t j : planned.input_positions) planned.inputs.push_back(node->input(j));
+      for (const auto& [n, j] : planned.input_positions) {
+        planned.inputs.push_back(planned.nodes[n]->input(j));
+      }
       planned.kernel_ids.push_back(k.kernel_id);
     }
     if (planned.kernel_ids.empty()) continue;
-    for (const std::string& id : planned.kernel_ids) ++plan.nodes_per_kernel[id];
     plan.nodes.push_back(std::move(planned));
+  }
+  // A node inside a planned chain goes with the chain, not on its own as well.
+  std::unordered_map<Node*, bool> in_chain;
+  for (const PlannedNode& p : plan.nodes) {
+    for (size_t i = 0; i + 1 < p.nodes.size(); ++i) in_chain[p.nodes[i]] = true;
+  }
+  plan.nodes.erase(std::remove_if(plan.nodes.begin(), plan.nodes.end(),
+                                  [&](const PlannedNode& p) { return in_chain.count(p.node) > 0; }),
+                   plan.nodes.end());
+  for (const PlannedNode& p : plan.nodes) {
+    for (const std::string& id : p.kernel_ids) ++plan.nodes_per_kernel[id];
   }
   for (const RewriteKernel& k : kernels) {
     if (plan.nodes_per_kernel.count(k.kernel_id)) continue;
-    if (k.target.nodes_size() != 1) {
-      plan.unmatched[k.kernel_id] = "fused (multi-node) targets are not rewritten yet";
-      continue;
-    }
     const Tally& t = tally[k.kernel_id];
     plan.unmatched[k.kernel_id] =
         WhyUnmatched(k.target, t.with_op, t.observed, t.with_constants, plan.used_observations);
@@ -425,9 +496,9 @@ absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
       std::vector<Value*> kernel_ids;
       for (const std::string& k : p.kernel_ids) kernel_ids.push_back(graph.insertConstant(k));
       Value* ids = graph.insertNode(graph.createList(c10::StringType::get(), kernel_ids))->output();
-      // The node's current inputs: an earlier rewritten node may have produced them.
+      // The nodes' current inputs: an earlier rewritten node may have produced them.
       std::vector<Value*> tensors;
-      for (size_t j : p.input_positions) tensors.push_back(node->input(j));
+      for (const auto& [n, j] : p.input_positions) tensors.push_back(p.nodes[n]->input(j));
       Value* inputs = graph.insertNode(graph.createList(c10::TensorType::get(), tensors))->output();
       Value* outs = graph.insert(run, {id, hint, ids, inputs});
       Value* count = graph.insert(c10::aten::len, {outs});
@@ -438,8 +509,17 @@ absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
       }
       torch::jit::Block* fallback = branch->addBlock();
       torch::jit::Block* kernel = branch->addBlock();
-      Node* original = graph.createClone(node, [](Value* v) { return v; });
-      fallback->appendNode(original);
+      // The fallback: the original nodes, each reading its predecessor's copy.
+      std::unordered_map<Value*, Value*> copies;
+      Node* original = nullptr;
+      for (Node* n : p.nodes) {
+        original = graph.createClone(n, [&](Value* v) {
+          auto it = copies.find(v);
+          return it == copies.end() ? v : it->second;
+        });
+        fallback->appendNode(original);
+        for (size_t i = 0; i < n->outputs().size(); ++i) copies[n->output(i)] = original->output(i);
+      }
       for (Value* out : original->outputs()) fallback->registerOutput(out);
       {
         torch::jit::WithInsertPoint in_kernel(kernel);
@@ -451,7 +531,7 @@ absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
       for (size_t i = 0; i < node->outputs().size(); ++i) {
         node->output(i)->replaceAllUsesWith(branch->output(i));
       }
-      node->destroy();
+      for (auto n = p.nodes.rbegin(); n != p.nodes.rend(); ++n) (*n)->destroy();
     }
     graph.lint();
   } catch (const c10::Error& e) {

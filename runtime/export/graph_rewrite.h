@@ -3,12 +3,14 @@
 //
 //   %outs : Tensor[] = kforge::run(%bundle_id, %bundle_hint, %kernel_ids, %inputs)
 //   %r = prim::If(len(%outs) == 0)
-//     block0: the original node (the fallback, through the dispatcher as before)
+//     block0: the original node(s) (the fallback, through the dispatcher as before)
 //     block1: %outs[0] (, %outs[1] ...)
 //
 // A node computes a target when it has the target's operator and overload and the same
 // constant scalar arguments, and — with the capture's graph.json — when the capture observed it
-// called with the target's input signature (sizes, strides, dtypes). graph.json lists the nodes
+// called with the target's input signature (sizes, strides, dtypes). A chain target's nodes
+// must be such nodes each of whose one output only the next uses; the whole chain is replaced
+// (and a node of it is not rewritten on its own as well). graph.json lists the nodes
 // of the same inlined graph in the same order; without it (or when it does not line up with
 // the model's graph) every node with the operator and constants gets every such kernel, and
 // the runtime's guards pick the one whose shape matches.
@@ -30,16 +32,20 @@ namespace kforge {
 
 struct RewriteKernel {
   std::string kernel_id;
-  v1::Target target;  // a single-node target
+  v1::Target target;  // one node, or a chain
 };
 
 struct PlannedNode {
-  torch::jit::Node* node = nullptr;
+  torch::jit::Node* node = nullptr;         // the node whose outputs the kernels compute
+  // The target's nodes in order, `node` last: one for a single op; a chain's nodes go with it
+  // (the fallback runs them all).
+  std::vector<torch::jit::Node*> nodes;
   std::vector<std::string> kernel_ids;      // guard order: the runtime tries them in turn
   std::vector<torch::jit::Value*> inputs;   // the kernels' tensor inputs, in target order
-  // Where they are among the node's inputs: rewriting an earlier node replaces its outputs, so
-  // a node that consumes them finds its inputs there, not in `inputs`, at ApplyRewrite.
-  std::vector<size_t> input_positions;
+  // Where they are — (index into `nodes`, position among that node's inputs): rewriting an
+  // earlier node replaces its outputs, so a node that consumes them finds its inputs there,
+  // not in `inputs`, at ApplyRewrite.
+  std::vector<std::pair<size_t, size_t>> input_positions;
 };
 
 struct RewritePlan {

@@ -99,6 +99,34 @@ TEST(BundleManifestTest, AnInPlaceOutputNamesTheInputItIsWrittenInto) {
               HasSubstr("the input's dtype, sizes and strides differ from the output's"));
 }
 
+TEST(BundleManifestTest, AChainKernelDescribesEachNode) {
+  BundleManifest m = SampleManifest();
+  BundleKernel& k = m.kernels[0];
+  k.op = "aten::mul -> aten::softmax";
+  k.overload = k.schema = "";
+  k.constants = nlohmann::json::object();
+  k.chain = {{"aten::mul", "Tensor", "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+              {{"other", 0.125}}},
+             {"aten::softmax", "int", "aten::softmax.int(...) -> Tensor", {{"dim", -1}}}};
+  absl::StatusOr<BundleManifest> back = ParseManifest(ManifestToJson(m), "manifest.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->kernels[0].chain.size(), 2u);
+  EXPECT_EQ(back->kernels[0].chain[0].op, "aten::mul");
+  EXPECT_EQ(back->kernels[0].chain[1].overload, "int");
+  EXPECT_EQ(back->kernels[0].chain[0].constants["other"], 0.125);
+  EXPECT_EQ(ManifestToJson(*back), ManifestToJson(m));
+  // A single op writes no chain.
+  EXPECT_EQ(ManifestToJson(SampleManifest()).find("\"chain\""), std::string::npos);
+
+  k.op = "aten::mul -> aten::add";
+  EXPECT_THAT(ParseManifest(ManifestToJson(m), "m.json").status().message(),
+              HasSubstr("kernels[0].op: a chain's op must name its nodes' ops"));
+  k.op = "aten::mul -> softmax";
+  k.chain[1].op = "softmax";
+  EXPECT_THAT(ParseManifest(ManifestToJson(m), "m.json").status().message(),
+              HasSubstr("kernels[0].chain[1].op: expected an aten operator"));
+}
+
 TEST(BundleManifestTest, RefusesWhatTheRuntimeCannotUseNamingTheField) {
   auto refused = [](BundleManifest m) {
     return ParseManifest(ManifestToJson(m), "m.json").status();

@@ -3,7 +3,7 @@
 # `kforge optimize --device cpu` run on it (captures, proposes and compiles; exit 3: no GPU),
 # winners marked by the SimulatedValidation fixture (simulate_validated_run: nothing measured)
 # and `kforge export` of the result.
-#   make_model_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR REPO OUT_DIR resnet50|qwen3|unmatched|chained
+#   make_model_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR REPO OUT_DIR resnet50|qwen3|unmatched|chained|fused
 # resnet50: examples/resnet50.py at batch 1; every op group is captured (--top 45 leaves none
 #   out), and the first compiled candidate of three batch_norm targets — the shapes that won on
 #   the H200 at batch 32 — is marked validated.
@@ -12,6 +12,9 @@
 # unmatched, chained: make_small_model.py (a softmax whose dim is not a graph constant: its export
 #   has nothing to rewrite; two chained softmax nodes); the known-correct row softmax of
 #   tests/gpu/kernels is marked validated.
+# fused: tests/capture/make_chain_model.py captured with --fuse; its chain
+#   softmax(x * 0.125 + mask) gets the hand-written tests/gpu/kernels/masked_softmax_chain.cu
+#   (the synthesizer does not write chains), marked validated.
 # Writes OUT_DIR/{model/, run/, target_ids, export.json or export.err, export.rc}.
 set -euo pipefail
 BIN=$1 PY=$2 SRC=$3 REPO=$4 OUT=$5 NAME=$6
@@ -32,6 +35,9 @@ case $NAME in
   unmatched|chained)
     "$PY" "$SRC/make_small_model.py" "$OUT/model" $NAME > "$OUT/kforge-export.log" 2>&1
     TOP=2 SELECT=() ;;
+  fused)
+    "$PY" "$REPO/tests/capture/make_chain_model.py" "$OUT/model" > "$OUT/kforge-export.log" 2>&1
+    TOP="6 --fuse" SELECT=() ;;
   *) echo "unknown fixture model $NAME"; exit 2 ;;
 esac
 set +e
@@ -42,7 +48,15 @@ set -e
 if [[ $rc != 3 ]]; then
   echo "kforge optimize --device cpu exited $rc (expected 3: no GPU)"; cat "$OUT/optimize.log"; exit 1
 fi
-if [[ $NAME == unmatched || $NAME == chained ]]; then
+if [[ $NAME == fused ]]; then
+  chain=$("$PY" -c 'import json,sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    if [n["op"] for n in t["nodes"]] == ["aten::mul", "aten::add", "aten::softmax"]:
+        print(t["id"])' "$OUT/run/profile.json")
+  "$BIN/simulate_validated_run" "$OUT/run" "$chain" \
+    "$SRC/../gpu/kernels/masked_softmax_chain.cu" "$SRC/../gpu/kernels/masked_softmax_chain.json" \
+    > "$OUT/target_ids"
+elif [[ $NAME == unmatched || $NAME == chained ]]; then
   dim=$([[ $NAME == unmatched ]] && echo 1 || echo -1)
   "$BIN/simulate_validated_run" "$OUT/run" "aten::softmax dim=$dim" \
     "$SRC/../gpu/kernels/softmax_rows.cu" "$SRC/../gpu/kernels/softmax_rows.json" > "$OUT/target_ids"

@@ -321,5 +321,43 @@ TEST(RuntimeModelsTest, ANodeThatConsumesARewrittenNodeTakesItsRewrittenResult) 
   EXPECT_EQ(fallback->input(0), second_inputs->input(0));
 }
 
+TEST(RuntimeModelsTest, AChainIsOneCallWhoseFallbackIsItsNodes) {
+  // softmax(x * 0.125 + mask) captured with --fuse and exported: one kforge::run on x and the
+  // mask, the fallback the three original nodes, and no mul, add or softmax left outside it.
+  const fs::path fixture = kFixtures / "fused";
+  ASSERT_EQ(Slurp(fixture / "export.rc"), "0\n") << Slurp(fixture / "export.err");
+  nlohmann::json j = nlohmann::json::parse(Slurp(fixture / "export.json"));
+  EXPECT_EQ(j["nodes_rewritten"], 1);
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  EXPECT_EQ(j["kernels"][0]["op"], "aten::mul -> aten::add -> aten::softmax");
+  nlohmann::json manifest = nlohmann::json::parse(Slurp(fixture / "bundle" / "manifest.json"));
+  EXPECT_EQ(manifest["kernels"][0]["chain"].size(), 3u);
+
+  torch::jit::Module model = torch::jit::load((fixture / "bundle" / "model.pt").string());
+  std::shared_ptr<torch::jit::Graph> graph = model.get_method("forward").graph();
+  graph->lint();
+  torch::jit::Node* run = nullptr;
+  std::vector<std::string> top_level;
+  for (torch::jit::Node* n : graph->nodes()) {
+    top_level.push_back(n->kind().toQualString());
+    if (top_level.back() == "kforge::run") run = n;
+  }
+  ASSERT_NE(run, nullptr);
+  torch::jit::Node* inputs = run->input(3)->node();
+  ASSERT_EQ(inputs->inputs().size(), 2u);
+  EXPECT_EQ(inputs->input(0), graph->inputs()[1]);  // x
+  EXPECT_EQ(inputs->input(1), graph->inputs()[2]);  // the mask
+  EXPECT_EQ(std::count(top_level.begin(), top_level.end(), "aten::softmax"), 0);
+  EXPECT_EQ(std::count(top_level.begin(), top_level.end(), "aten::add"), 1);  // b's + 1.0
+  torch::jit::Node* branch = nullptr;
+  for (torch::jit::Node* n = run->next(); n != nullptr && branch == nullptr; n = n->next()) {
+    if (n->kind() == c10::prim::If) branch = n;
+  }
+  ASSERT_NE(branch, nullptr);
+  std::vector<std::string> fallback;
+  for (torch::jit::Node* n : branch->blocks()[0]->nodes()) fallback.push_back(n->kind().toQualString());
+  EXPECT_EQ(fallback, (std::vector<std::string>{"aten::mul", "aten::add", "aten::softmax"}));
+}
+
 }  // namespace
 }  // namespace kforge

@@ -5,8 +5,9 @@
 // the evaluation's GPU name says it is simulated and its times are made up (speedup 1.5). Only
 // tests use it.
 //
-//   simulate_validated_run RUN_DIR "aten::softmax dim=-1" KERNEL.cu PLAN.json
-//       a hand-written kernel (known correct) for the target with that integer constant
+//   simulate_validated_run RUN_DIR "aten::softmax dim=-1"|ID_PREFIX KERNEL.cu PLAN.json
+//       a hand-written kernel (known correct) for the target with that integer constant, or
+//       whose id starts so (a chain target the synthesizer refused, for one)
 //   simulate_validated_run RUN_DIR --compiled SELECTOR...
 //       for each selected target, the first candidate the run proposed and compiled for it
 //       (trees/<id>.pb), compiled again here;
@@ -23,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/digest.h"
+#include "common/tensor_signature.h"
 #include "services/coordinator/embedded/optimize_report.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "services/coordinator/embedded/target_selection.h"
@@ -109,23 +111,36 @@ absl::Status MarkWinner(const RunDirectory& dir, const v1::Target& target,
   e->mutable_candidate()->set_median_s(eager_s / 1.5);
   e->set_gpu_name("SimulatedValidation (test fixture; nothing was measured)");
   if (absl::Status s = WriteWinner(dir, target, winner); !s.ok()) return s;
+  nlohmann::json* entry = nullptr;
   for (nlohmann::json& t : report["targets"]) {
-    if (t.value("target_id", "") != target.id()) continue;
-    t["kernel_dir"] = "kernels/" + target.id();
-    t["speedup"] = 1.5;
-    t["reconfirmed"] = true;
-    t["best_candidate_id"] = winner.candidate().id();
-    t["eager_s"] = eager_s;
-    t["best_s"] = eager_s / 1.5;
-    return absl::OkStatus();
+    if (t.value("target_id", "") == target.id()) entry = &t;
   }
-  return absl::NotFoundError("report.json does not list target " + target.id());
+  if (entry == nullptr) {  // a target the run passed over (the synthesizer refused it)
+    bool skipped = false;
+    for (const nlohmann::json& t : report.value("skipped", nlohmann::json::array())) {
+      skipped = skipped || t.value("target_id", "") == target.id();
+    }
+    if (!skipped) return absl::NotFoundError("report.json does not list target " + target.id());
+    report["targets"].push_back({{"target_id", target.id()},
+                                 {"op", TargetOpName(target)},
+                                 {"signature", TargetSignature(target)},
+                                 {"share", target.share()}});
+    entry = &report["targets"].back();
+  }
+  nlohmann::json& t = *entry;
+  t["kernel_dir"] = "kernels/" + target.id();
+  t["speedup"] = 1.5;
+  t["reconfirmed"] = true;
+  t["best_candidate_id"] = winner.candidate().id();
+  t["eager_s"] = eager_s;
+  t["best_s"] = eager_s / 1.5;
+  return absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {
   const bool compiled = argc >= 4 && std::string(argv[2]) == "--compiled";
   if (!compiled && argc != 5) {
-    return Fail("usage: simulate_validated_run RUN_DIR 'OP ARG=INT' KERNEL.cu PLAN.json\n"
+    return Fail("usage: simulate_validated_run RUN_DIR 'OP ARG=INT'|ID_PREFIX KERNEL.cu PLAN.json\n"
                 "       simulate_validated_run RUN_DIR --compiled 'OP in0=D,D,...'|ID_PREFIX...");
   }
   RunDirectory dir(argv[1]);
@@ -150,15 +165,20 @@ int Main(int argc, char** argv) {
       marked.push_back((*target)->id());
     }
   } else {
-    std::vector<std::string> match = absl::StrSplit(argv[2], absl::ByAnyChar(" ="));
-    int64_t value = 0;
-    if (match.size() != 3 || !absl::SimpleAtoi(match[2], &value)) return Fail("bad target match");
     absl::StatusOr<std::string> source = ReadWholeFile(argv[3]);
     absl::StatusOr<std::string> plan = ReadWholeFile(argv[4]);
     if (!source.ok() || !plan.ok()) return Fail("cannot read the kernel or its plan");
     const v1::Target* target = nullptr;
-    for (const v1::Target& t : profile->targets()) {
-      if (Matches(t, match[0], match[1], value)) target = &t;
+    std::vector<std::string> match = absl::StrSplit(argv[2], absl::ByAnyChar(" ="));
+    int64_t value = 0;
+    if (match.size() == 3 && absl::SimpleAtoi(match[2], &value)) {
+      for (const v1::Target& t : profile->targets()) {
+        if (Matches(t, match[0], match[1], value)) target = &t;
+      }
+    } else {
+      absl::StatusOr<const v1::Target*> selected = Select(*profile, argv[2]);
+      if (!selected.ok()) return Fail(std::string(selected.status().message()));
+      target = *selected;
     }
     if (target == nullptr) return Fail(std::string("no target matches ") + argv[2]);
 
