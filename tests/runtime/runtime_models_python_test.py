@@ -68,9 +68,37 @@ class OptimizedModelsOnCpu(unittest.TestCase):
         self.check("fused", 1)
 
 
+class FusedChainOnGpu(unittest.TestCase):
+    """With --cuda (label gpu): the fused fixture's chain kernel runs on the GPU in place of
+    mul, add and softmax, once per forward, and agrees with them."""
+
+    def test_the_chain_kernel_runs_and_agrees(self):
+        if not ARGS.cuda:
+            self.skipTest("needs --cuda")
+        import torch
+        torch.ops.load_library(ARGS.lib)
+        root = os.path.join(ARGS.fixtures, "fused")
+        torch.ops.kforge.load_bundle(os.path.join(root, "bundle"))
+        optimized = torch.jit.load(os.path.join(root, "bundle", "model.pt"), map_location="cuda")
+        original = torch.jit.load(os.path.join(root, "model", "model.pt"), map_location="cuda")
+        inputs = [t.cuda() for t in torch.load(os.path.join(root, "model", "inputs.pt"))]
+        with torch.inference_mode():
+            want = original(*[t.clone() for t in inputs])
+            torch.ops.kforge.reset_counts()
+            got = optimized(*[t.clone() for t in inputs])
+            torch.cuda.synchronize()
+        launches = dict(torch.ops.kforge.launch_counts())
+        self.assertEqual(list(launches.values()), [1], launches)
+        self.assertEqual(dict(torch.ops.kforge.fallback_counts()), {})
+        torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-6)
+        for g, w in zip(got[1:], want[1:]):
+            self.assertTrue(torch.equal(g, w))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", required=True)
     parser.add_argument("--fixtures", required=True)
+    parser.add_argument("--cuda", action="store_true", help="also run the GPU test")
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0]] + rest)
