@@ -731,46 +731,6 @@ std::string CanonicalSig(const v1::TensorSignature& sig) {
                       absl::StrJoin(sig.strides(), ","), "]+", sig.storage_offset());
 }
 
-void SetTargetId(v1::Target& t);
-
-// A single-node target from a group.
-v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterations) {
-  v1::Target t;
-  v1::SubgraphNode* node = t.add_nodes();
-  node->set_op(g.proto.op());
-  node->set_overload(g.proto.overload());
-  node->set_schema(g.schema);
-  for (const ArgSlot& slot : g.args) {
-    v1::Argument* a = node->add_args();
-    a->set_name(slot.name);
-    if (slot.tensor >= 0) {
-      a->set_tensor(absl::StrCat("in", slot.tensor));
-    } else {
-      *a->mutable_scalar() = slot.scalar;
-    }
-  }
-  for (int i = 0; i < g.proto.inputs_size(); ++i) {
-    t.add_input_names(absl::StrCat("in", i));
-    *t.add_inputs() = g.proto.inputs(i);
-    AddShapeSymbols(absl::StrCat("in", i), g.proto.inputs(i), t);
-  }
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    std::string name = absl::StrCat("out", i);
-    node->add_outputs(name);
-    t.add_output_names(name);
-    *t.add_outputs() = g.outputs[i];
-    AddShapeSymbols(name, g.outputs[i], t);
-  }
-  SetTargetId(t);
-  const double per_forward = g.total_s / static_cast<double>(iterations);
-  const int64_t calls = std::max<int64_t>(1, g.calls / iterations);
-  t.set_eager_time_s(per_forward / static_cast<double>(calls));
-  t.set_share(profiled_forward_s > 0 ? per_forward / profiled_forward_s : 0);
-  t.set_calls_per_forward(calls);
-  SetOpCost(t);
-  return t;
-}
-
 // The id hashes the subgraph and its signatures, not the device or the timings, so the same
 // ops on the same shapes have the same id everywhere.
 void SetTargetId(v1::Target& t) {
@@ -1018,19 +978,22 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
   return chains;
 }
 
-// A chain's target: node i's output is "v<i>" inside the chain and "out<j>" at its end; its
-// inputs "in<k>" are the nodes' other tensors in order. `input_of_slot[i][t]` is the target
-// input that node i's tensor slot t is (-1: the previous node's output).
-v1::Target MakeChainTarget(const Chain& chain, const std::vector<Group>& groups,
-                           double profiled_forward_s, std::vector<std::vector<int>>* input_of_slot) {
+// The target of a subgraph from its nodes' groups in order — one for a single op — and, for a
+// chain, `links[i]`: node i+1's tensor slot that node i's output fills. Node i's output is
+// "v<i>" inside a chain and "out<j>" at its end; the inputs "in<k>" are the nodes' other
+// tensors in order. `input_of_slot[i][t]` is the target input that node i's tensor slot t is
+// (-1: the previous node's output).
+v1::Target MakeSubgraphTarget(const std::vector<const Group*>& nodes,
+                              const std::vector<int>& links, int64_t calls_per_forward,
+                              double profiled_forward_s,
+                              std::vector<std::vector<int>>* input_of_slot = nullptr) {
   v1::Target t;
-  input_of_slot->assign(chain.groups.size(), {});
+  std::vector<std::vector<int>> slots(nodes.size());
   double mean_s = 0;
-  for (size_t i = 0; i < chain.groups.size(); ++i) {
-    const Group& g = groups[chain.groups[i]];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Group& g = *nodes[i];
     mean_s += g.calls ? g.total_s / static_cast<double>(g.calls) : 0;
-    std::vector<int>& inputs = (*input_of_slot)[i];
-    inputs.assign(g.proto.inputs_size(), -1);
+    slots[i].assign(g.proto.inputs_size(), -1);
     v1::SubgraphNode* node = t.add_nodes();
     node->set_op(g.proto.op());
     node->set_overload(g.proto.overload());
@@ -1040,18 +1003,18 @@ v1::Target MakeChainTarget(const Chain& chain, const std::vector<Group>& groups,
       a->set_name(slot.name);
       if (slot.tensor < 0) {
         *a->mutable_scalar() = slot.scalar;
-      } else if (i > 0 && slot.tensor == chain.links[i - 1]) {
+      } else if (i > 0 && slot.tensor == links[i - 1]) {
         a->set_tensor(absl::StrCat("v", i - 1));
       } else {
         const int k = t.input_names_size();
-        inputs[slot.tensor] = k;
+        slots[i][slot.tensor] = k;
         a->set_tensor(absl::StrCat("in", k));
         t.add_input_names(absl::StrCat("in", k));
         *t.add_inputs() = g.proto.inputs(slot.tensor);
         AddShapeSymbols(absl::StrCat("in", k), g.proto.inputs(slot.tensor), t);
       }
     }
-    if (i + 1 < chain.groups.size()) {
+    if (i + 1 < nodes.size()) {
       node->add_outputs(absl::StrCat("v", i));
       continue;
     }
@@ -1065,10 +1028,17 @@ v1::Target MakeChainTarget(const Chain& chain, const std::vector<Group>& groups,
   }
   SetTargetId(t);
   t.set_eager_time_s(mean_s);
-  t.set_calls_per_forward(chain.instances);
-  t.set_share(profiled_forward_s > 0 ? mean_s * chain.instances / profiled_forward_s : 0);
+  t.set_calls_per_forward(calls_per_forward);
+  t.set_share(profiled_forward_s > 0 ? mean_s * calls_per_forward / profiled_forward_s : 0);
   SetOpCost(t);
+  if (input_of_slot != nullptr) *input_of_slot = std::move(slots);
   return t;
+}
+
+// A single op's target: its group's calls.
+v1::Target MakeTarget(const Group& g, double profiled_forward_s, int64_t iterations) {
+  return MakeSubgraphTarget({&g}, {}, std::max<int64_t>(1, g.calls / iterations),
+                            profiled_forward_s);
 }
 
 std::string DefaultModelName(const std::string& path) {
@@ -1325,7 +1295,10 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   }
   for (size_t i = 0; i < chains.size(); ++i) {
     Candidate c;
-    c.target = MakeChainTarget(chains[i], groups, result.profiled_forward_s, &c.input_of_slot);
+    std::vector<const Group*> nodes;
+    for (int g : chains[i].groups) nodes.push_back(&groups[g]);
+    c.target = MakeSubgraphTarget(nodes, chains[i].links, chains[i].instances,
+                                  result.profiled_forward_s, &c.input_of_slot);
     c.target.set_family(family ? family(c.target) : "");
     c.per_forward_s = c.target.eager_time_s() * static_cast<double>(c.target.calls_per_forward());
     c.chain = static_cast<int>(i);

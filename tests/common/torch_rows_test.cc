@@ -1,4 +1,4 @@
-// TorchRow (common/torch_rows.h): a single-op target as the row torch_compile_times.py times.
+// TorchRow (common/torch_rows.h): a target as the row torch_compile_times.py times.
 #include "common/torch_rows.h"
 
 #include "gtest/gtest.h"
@@ -102,15 +102,34 @@ TEST(TorchRowTest, ConvertsEveryScalarKind) {
   EXPECT_TRUE(args[9]["value"].is_null());
 }
 
-TEST(TorchRowTest, RefusesChainsMismatchedFillsAndUnknownValues) {
-  v1::Target chain = GroupNormTarget();
-  chain.add_nodes()->set_op("aten::relu");
+TEST(TorchRowTest, AChainRowListsItsNodesAndWhatEachTakes) {
+  v1::Target chain = GroupNormTarget();  // group_norm -> relu of its output
+  chain.mutable_nodes(0)->clear_outputs();
+  chain.mutable_nodes(0)->add_outputs("v0");
+  v1::SubgraphNode* relu = chain.add_nodes();
+  relu->set_op("aten::relu");
+  relu->add_outputs("out0");
+  v1::Argument* self = relu->add_args();
+  self->set_name("self");
+  self->set_tensor("v0");
   absl::StatusOr<nlohmann::json> row = TorchRow(chain, "r", "", FillsByArgumentName(chain));
-  EXPECT_TRUE(absl::IsUnimplemented(row.status())) << row.status();
-  EXPECT_NE(row.status().message().find("2 nodes"), absl::string_view::npos) << row.status();
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ((*row)["op"], "aten::group_norm -> aten::relu");
+  EXPECT_FALSE(row->contains("args"));
+  ASSERT_EQ((*row)["chain"].size(), 2u);
+  EXPECT_EQ((*row)["chain"][0]["op"], "aten::group_norm");
+  EXPECT_EQ((*row)["chain"][0]["args"][0]["input"], 1);  // x
+  EXPECT_EQ((*row)["chain"][1]["args"][0]["node"], 0);
+  EXPECT_EQ((*row)["inputs"][2]["fill"], "weight");  // fills come from every node
 
+  relu->mutable_args(0)->set_tensor("v9");  // made by no earlier node
+  row = TorchRow(chain, "r", "", FillsByArgumentName(chain));
+  EXPECT_TRUE(absl::IsInvalidArgument(row.status())) << row.status();
+}
+
+TEST(TorchRowTest, RefusesMismatchedFillsAndUnknownValues) {
   const v1::Target t = GroupNormTarget();
-  row = TorchRow(t, "r", "", {"normal"});
+  absl::StatusOr<nlohmann::json> row = TorchRow(t, "r", "", {"normal"});
   EXPECT_TRUE(absl::IsInvalidArgument(row.status())) << row.status();
 
   v1::Target dangling = GroupNormTarget();

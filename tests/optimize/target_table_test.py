@@ -112,6 +112,32 @@ def main():
             expect("--profile runs the rows on a CUDA GPU and this machine has none" in r.stderr,
                    "--profile without a GPU", r.stderr)
 
+        # A chain's row (common/torch_rows.h): each op in turn, on the inputs and the outputs of
+        # the ops before it.
+        chain_row = {"id": "chain", "label": "", "op": "aten::mul -> aten::add -> aten::softmax",
+                     "inputs": [{"sizes": [2, 4, 8], "dtype": "FLOAT32", "fill": "normal"},
+                                {"sizes": [1, 1, 8], "dtype": "FLOAT32", "fill": "normal"}],
+                     "chain": [{"op": "aten::mul", "overload": "Tensor",
+                                "args": [{"name": "self", "input": 0},
+                                         {"name": "other", "input": 1}]},
+                               {"op": "aten::add", "overload": "Tensor",
+                                "args": [{"name": "self", "node": 0},
+                                         {"name": "other", "input": 1}]},
+                               {"op": "aten::softmax", "overload": "int",
+                                "args": [{"name": "self", "node": 1}, {"name": "dim", "value": -1},
+                                         {"name": "dtype", "value": None}]}],
+                     "min_bytes": 0}
+        with open(os.path.join(tmp, "chain.json"), "w") as f:
+            json.dump([chain_row], f)
+        r = run([py, times_py, "--rows-json", "chain.json", "--check"], tmp)
+        expect("chain: aten::mul -> aten::add -> aten::softmax -> [(2, 4, 8)]" in r.stdout,
+               "a chain row runs its ops in turn", r.stdout + r.stderr)
+        del chain_row["chain"][2]["overload"]
+        with open(os.path.join(tmp, "chain.json"), "w") as f:
+            json.dump([chain_row], f)
+        r = run([py, times_py, "--rows-json", "chain.json", "--check"], tmp, 1)
+        expect("row chain chain node 2 lacks 'overload'" in r.stderr, "chain node error", r.stderr)
+
         # Bad rows: a missing inputs file, a wrong captured shape, an argument not in the schema.
         bad = json.loads(json.dumps(rows))
         bad[0]["inputs_file"] = os.path.join(tmp, "gone.pt")

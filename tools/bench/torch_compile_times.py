@@ -141,9 +141,13 @@ def load_rows(path, wanted):
     if not isinstance(rows, list):
         sys.exit(f"--rows-json {path}: expected a JSON list of rows")
     for r in rows:
-        for key in ("id", "op", "overload", "inputs", "args"):
+        for key in ("id", "op", "inputs") + (() if "chain" in r else ("overload", "args")):
             if key not in r:
                 sys.exit(f"--rows-json {path}: row {r.get('id', '?')} lacks {key!r}")
+        for n, node in enumerate(r.get("chain", [])):
+            for key in ("op", "overload", "args"):
+                if key not in node:
+                    sys.exit(f"--rows-json {path}: row {r['id']} chain node {n} lacks {key!r}")
         for i, t in enumerate(r["inputs"]):
             if t.get("fill") not in FILLS:
                 sys.exit(f"--rows-json {path}: row {r['id']} input {i} has fill "
@@ -168,11 +172,11 @@ def load_rows(path, wanted):
     return rows
 
 
-def aten_op(torch, row):
-    if not row["op"].startswith("aten::"):
-        raise ValueError(f"row {row['id']}: op {row['op']} is not an aten op")
-    packet = getattr(torch.ops.aten, row["op"][len("aten::"):])
-    return getattr(packet, row["overload"] or "default")
+def aten_op(torch, row_id, node):
+    if not node["op"].startswith("aten::"):
+        raise ValueError(f"row {row_id}: op {node['op']} is not an aten op")
+    packet = getattr(torch.ops.aten, node["op"][len("aten::"):])
+    return getattr(packet, node["overload"] or "default")
 
 
 def dtype_of(torch, name):
@@ -248,39 +252,56 @@ def make_inputs(torch, row, device, generator=None):
 
 
 def make_call(torch, row):
-    """fn(*inputs) calling the row's aten op with its arguments matched to the op's schema."""
-    op = aten_op(torch, row)
-    given = {a["name"]: a for a in row["args"]}
+    """fn(*inputs) calling the row's aten op — or, for a chain, each op in turn on the row's
+    inputs and the earlier ops' outputs — with its arguments matched to the op's schema."""
+    calls = [node_call(torch, row["id"], node) for node in row.get("chain", [row])]
+
+    def call(*inputs):
+        outputs = []
+        for c in calls:
+            outputs.append(c(inputs, outputs))
+        return outputs[-1]
+
+    return call
+
+
+def node_call(torch, row_id, node):
+    """fn(inputs, outputs) calling one aten op of a row: arguments from the row's inputs, the
+    outputs of the nodes before it, or values."""
+    op = aten_op(torch, row_id, node)
+    given = {a["name"]: a for a in node["args"]}
     formal = op._schema.arguments
     unknown = sorted(set(given) - {a.name for a in formal})
     if unknown:
-        raise ValueError(f"row {row['id']}: argument(s) {', '.join(unknown)} are not in the "
+        raise ValueError(f"row {row_id}: argument(s) {', '.join(unknown)} are not in the "
                          f"schema {op._schema}")
-    plan, keyword = [], False  # (keyword name or None, ("input", index) | ("value", v))
+    plan, keyword = [], False  # (keyword name or None, (kind, index or value))
     for a in formal:
         if a.name not in given:
             if not a.has_default_value():
-                raise ValueError(f"row {row['id']}: required argument {a.name!r} of "
+                raise ValueError(f"row {row_id}: required argument {a.name!r} of "
                                  f"{op._schema} is missing")
             keyword = True  # later arguments go by name past the defaulted one
             continue
         g = given[a.name]
         if "input" in g:
             entry = ("input", g["input"])
+        elif "node" in g:
+            entry = ("node", g["node"])
         else:
             v = g.get("value")
             if isinstance(v, int) and not isinstance(v, bool) and "ScalarType" in str(a.type):
                 if v not in SCALAR_TYPES:
-                    raise ValueError(f"row {row['id']}: argument {a.name!r} is ScalarType "
+                    raise ValueError(f"row {row_id}: argument {a.name!r} is ScalarType "
                                      f"code {v}, which this script does not map")
                 v = getattr(torch, SCALAR_TYPES[v])
             entry = ("value", v)
         plan.append((a.name if keyword or a.kwarg_only else None, entry))
 
-    def call(*inputs):
+    def call(inputs, outputs):
         args, kwargs = [], {}
         for name, (kind, v) in plan:
-            value = inputs[v] if kind == "input" else v
+            value = inputs[v] if kind == "input" else outputs[v] if kind == "node" else v
             if name is None:
                 args.append(value)
             else:
@@ -469,7 +490,8 @@ def check(rows, args):
         out = make_call(torch, row)(*make_inputs(torch, row, "meta"))
         shapes = [tuple(o.shape) for o in (out if isinstance(out, (tuple, list)) else [out])]
         source = "captured inputs" if "inputs_file" in row else "random inputs"
-        print(f"{row['id']}: {row['op']}.{row['overload'] or 'default'} -> {shapes} ({source})")
+        name = row["op"] if "chain" in row else f"{row['op']}.{row['overload'] or 'default'}"
+        print(f"{row['id']}: {name} -> {shapes} ({source})")
         fn = kforge.call(row) if kforge else None
         if fn is not None:
             inputs = make_inputs(torch, row, "cpu")
