@@ -26,6 +26,7 @@ add_library(kforge_synth STATIC
   ${CMAKE_CURRENT_LIST_DIR}/synth/pooling_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/prior_calibration.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/reduction_family.cc
+  ${CMAKE_CURRENT_LIST_DIR}/synth/pointwise_chain.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/row_kernel.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/rowwise_family.cc
   ${CMAKE_CURRENT_LIST_DIR}/synth/synthesizer.cc

@@ -66,6 +66,40 @@ int64_t TorchDType(v1::DType dtype) {
   return dtype == v1::FLOAT16 ? 5 : dtype == v1::BFLOAT16 ? 15 : 6;
 }
 
+// Joins single-node targets into a chain, as capture records one: node i+1's tensor argument
+// `links[i]` becomes node i's output v<i>; every other tensor stays an input (in0, in1, ... in
+// order); the last node's output is the chain's.
+v1::Target JoinChain(const std::vector<v1::Target>& nodes, const std::vector<std::string>& links) {
+  v1::Target chain;
+  std::string id;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const v1::Target& single = nodes[i];
+    v1::SubgraphNode* node = chain.add_nodes();
+    *node = single.nodes(0);
+    node->clear_outputs();
+    for (v1::Argument& arg : *node->mutable_args()) {
+      if (arg.kind_case() != v1::Argument::kTensor) continue;
+      if (i > 0 && arg.name() == links[i - 1]) {
+        arg.set_tensor("v" + std::to_string(i - 1));
+        continue;
+      }
+      int k = 0;
+      while (single.input_names(k) != arg.tensor()) ++k;
+      const std::string name = "in" + std::to_string(chain.inputs_size());
+      arg.set_tensor(name);
+      chain.add_input_names(name);
+      *chain.add_inputs() = single.inputs(k);
+    }
+    const bool last = i + 1 == nodes.size();
+    node->add_outputs(last ? "out0" : "v" + std::to_string(i));
+    absl::StrAppend(&id, i ? "-" : "", node->op().substr(6));
+  }
+  chain.add_output_names("out0");
+  *chain.add_outputs() = nodes.back().outputs(0);
+  chain.set_id(id + "-sample");
+  return chain;
+}
+
 }  // namespace
 
 v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype) {
@@ -150,6 +184,41 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Scalar("normalized_shape", Ints({128})).Scalar("weight", None())
             .Scalar("eps", None()).Output(Dense(x, t)));
   }
+  {
+    // Attention's `softmax(scores * scale + mask, dtype=float32).to(dtype)`: the scale a
+    // float64 scalar on the device, the causal mask spanning whole rows over the heads.
+    S x = pick({2, 8, 256, 256}, {1, 3, 40, 40});
+    S m = {1, 1, x[2], x[3]};
+    std::vector<v1::Target> nodes = {
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense({}, v1::FLOAT64)).Output(Dense(x, t)),
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+            .Tensor("other", Dense(m, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)),
+        TargetBuilder("aten::softmax", "int").Tensor("self", Dense(x, t)).Scalar("dim", Int(-1))
+            .Scalar("dtype", Int(6)).Output(Dense(x, v1::FLOAT32))};
+    if (t != v1::FLOAT32) {
+      nodes.push_back(TargetBuilder("aten::to", "dtype").Tensor("self", Dense(x, v1::FLOAT32))
+                          .Scalar("dtype", Int(TorchDType(t))).Scalar("non_blocking", Bool(false))
+                          .Scalar("copy", Bool(false)).Scalar("memory_format", None())
+                          .Output(Dense(x, t)));
+    }
+    add("softmax_attention_chain", "rowwise",
+        JoinChain(nodes, std::vector<std::string>(nodes.size() - 1, "self")));
+  }
+  {
+    // A residual add into a layer norm, a GELU after it.
+    S x = pick({16, 197, 768}, {3, 50, 768});
+    add("layer_norm_chain", "rowwise",
+        JoinChain({TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+                       .Tensor("other", Dense(x, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)),
+                   TargetBuilder("aten::layer_norm", "").Tensor("input", Dense(x, t))
+                       .Scalar("normalized_shape", Ints({768})).Tensor("weight", Dense({768}, t))
+                       .Tensor("bias", Dense({768}, t)).Scalar("eps", Float(1e-5))
+                       .Scalar("cudnn_enable", Bool(true)).Output(Dense(x, t)),
+                   TargetBuilder("aten::gelu", "").Tensor("self", Dense(x, t))
+                       .Scalar("approximate", Str("none")).Output(Dense(x, t))},
+                  {"input", "self"}));
+  }
   // Group norm.
   {
     S x = pick({8, 256, 32, 32}, {2, 256, 17, 9});
@@ -165,6 +234,17 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::group_norm", "").Tensor("input", Dense(x, t))
             .Scalar("num_groups", Int(8)).Scalar("weight", None()).Scalar("bias", None())
             .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
+  }
+  {
+    // A VAE block's group norm and SiLU.
+    S x = pick({2, 128, 64, 64}, {1, 128, 17, 9});
+    add("group_norm_silu_chain", "group_norm",
+        JoinChain({TargetBuilder("aten::group_norm", "").Tensor("input", Dense(x, t))
+                       .Scalar("num_groups", Int(32)).Tensor("weight", Dense({128}, t))
+                       .Tensor("bias", Dense({128}, t)).Scalar("eps", Float(1e-6))
+                       .Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)),
+                   TargetBuilder("aten::silu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t))},
+                  {"self"}));
   }
   // Batch norm (inference).
   {
@@ -186,6 +266,29 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Tensor("running_mean", Dense(c, t)).Tensor("running_var", Dense(c, t))
             .Scalar("training", Bool(false)).Scalar("momentum", Float(0.1))
             .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
+  }
+  {
+    // Chains after a batch norm: nn.ReLU(inplace=True), and a bottleneck's residual add and
+    // ReLU (`out += identity; out = relu(out)`), each one pass.
+    S x = pick({8, 64, 28, 28}, {3, 64, 7, 9});
+    const v1::Target bn =
+        TargetBuilder("aten::batch_norm", "").Tensor("input", Dense(x, t))
+            .Tensor("weight", Dense({64}, t)).Tensor("bias", Dense({64}, t))
+            .Tensor("running_mean", Dense({64}, t)).Tensor("running_var", Dense({64}, t))
+            .Scalar("training", Bool(false)).Scalar("momentum", Float(0.1))
+            .Scalar("eps", Float(1e-5)).Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t));
+    const v1::Target relu = TargetBuilder("aten::relu_", "")
+                                .Schema("aten::relu_(Tensor(a!) self) -> Tensor(a!)")
+                                .Tensor("self", Dense(x, t)).Output(Dense(x, t));
+    const v1::Target add_residual =
+        TargetBuilder("aten::add_", "Tensor")
+            .Schema("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> "
+                    "Tensor(a!)")
+            .Tensor("self", Dense(x, t)).Tensor("other", Dense(x, t))
+            .Scalar("alpha", Int(1)).Output(Dense(x, t));
+    add("batch_norm_relu", "batch_norm", JoinChain({bn, relu}, {"self"}));
+    add("batch_norm_add_relu", "batch_norm",
+        JoinChain({bn, add_residual, relu}, {"self", "self"}));
   }
   // Pooling.
   {

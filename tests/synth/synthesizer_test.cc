@@ -28,6 +28,7 @@ namespace kforge::synth {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Dense;
 using testing::FloatDTypes;
 using testing::SampleTargets;
@@ -153,6 +154,26 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
     EXPECT_THAT(Refusal(t), HasSubstr("inference"));
   }
   {
+    // Chains: an operand broadcast inside the value's rows, elementwise nodes before a batch
+    // norm, a chain of elementwise nodes only. An LLM proposer can write them.
+    v1::Target t = Sample(samples, "softmax_attention_chain").target;
+    *t.mutable_inputs(2) = Dense({2, 1, 256, 256}, v1::FLOAT16);  // over [2, 8, S, S]
+    EXPECT_THAT(Refusal(t), HasSubstr("does not cover this chain of 4 ops around aten::softmax "
+                                      "call: the operand in2 of add [2,1,256,256] broadcasts over "
+                                      "the value [2,8,256,256]"));
+    t = Sample(samples, "batch_norm_relu").target;
+    std::swap(*t.mutable_nodes(0), *t.mutable_nodes(1));
+    EXPECT_THAT(Refusal(t), HasSubstr("elementwise nodes before the batch_norm"));
+    t = Sample(samples, "relu").target;
+    t.mutable_nodes(0)->add_outputs("v0");
+    t.mutable_nodes(0)->mutable_outputs()->SwapElements(0, 1);
+    t.mutable_nodes(0)->mutable_outputs()->RemoveLast();
+    *t.add_nodes() = t.nodes(0);
+    t.mutable_nodes(1)->mutable_args(0)->set_tensor("v0");
+    t.mutable_nodes(1)->set_outputs(0, "out0");
+    EXPECT_THAT(Refusal(t), HasSubstr("this family writes single ops only"));
+  }
+  {
     v1::Target t = Sample(samples, "relu").target;
     t.mutable_nodes(0)->set_op("aten::relu_");  // in place, but no schema that says so
     EXPECT_THAT(Refusal(t), HasSubstr("does not write the output into self"));
@@ -181,7 +202,7 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
   {
     v1::Target t = Sample(samples, "relu").target;
     *t.add_nodes() = t.nodes(0);
-    EXPECT_THAT(Refusal(t), HasSubstr("single-op targets"));
+    EXPECT_THAT(Refusal(t), HasSubstr("single ops only"));
   }
 }
 
@@ -344,6 +365,51 @@ TEST(SynthesizerTest, InPlaceFormsBindWhenTheirSchemaWritesSelf) {
     t.mutable_nodes(0)->clear_schema();
     EXPECT_THAT(Refusal(t), HasSubstr("does not write the output into self")) << name;
   }
+}
+
+// A chain is one kernel: its prologue applied to every value the anchor reads of input 0, its
+// epilogue to every value it writes, each stage the elementwise family's arithmetic.
+TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  struct Case {
+    const char* sample;
+    const char* header;
+    std::vector<const char*> code;
+  };
+  const Case cases[] = {
+      {"softmax_attention_chain", "// kforge synth: mul -> add -> softmax -> to bfloat16 rows",
+       {"float v0;", "o.v0 = kf_to_float(ch.p0[0]);",  // the f64 scale, one element
+        "ch.base1 = (row * cols) % args.inputs[2].numel;",  // the mask's rows
+        "kf_load<V>(ch.p1 + ch.base1 + c, o.v1);", "return a * b;", "kf_op_add<P, V>",
+        "kf_chain_init(ctx.chain, args, ctx.row, ctx.cols);"}},
+      {"layer_norm_chain", "// kforge synth: add -> layer_norm -> gelu rows",
+       {"ch.base0 = row * cols;", "erff(", "kf_epilogue_apply<V>(p.epi, o);"}},
+      {"group_norm_silu_chain", "// kforge synth: group_norm -> silu rows", {"KF_EXP(-a)"}},
+      {"batch_norm_add_relu",
+       "// kforge synth: batch_norm inference -> add -> relu\n",
+       {"#define KF_EPILOGUE 1", "kf_epi_load<V>(args, k * V, epi[j]);", "return a + b;"}},
+  };
+  for (const Case& test : cases) {
+    SCOPED_TRACE(test.sample);
+    auto generator = testing::BindForTest(Sample(samples, test.sample).target);
+    ASSERT_NE(generator, nullptr);
+    for (const Config& config : testing::ValidSample(*generator, 4, 1)) {
+      auto kernel = generator->Generate(config);
+      ASSERT_TRUE(kernel.ok()) << kernel.status();
+      EXPECT_THAT(kernel->source, HasSubstr(test.header));
+      for (const char* code : test.code) EXPECT_THAT(kernel->source, HasSubstr(code));
+    }
+  }
+  // The operands count toward the bytes the target must move: the mask and the scale.
+  auto chain = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  auto alone = testing::BindForTest(Sample(samples, "softmax_into_float32").target);
+  ASSERT_NE(chain, nullptr);
+  EXPECT_DOUBLE_EQ(chain->MinBytes(), 2.0 * 8 * 256 * 256 * 4 + 256 * 256 * 2 + 8);
+  // A single op's source has no chain code.
+  ASSERT_NE(alone, nullptr);
+  auto plain = alone->Generate(testing::ValidSample(*alone, 1, 1)[0]);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(plain->source, Not(HasSubstr("KfChain")));
 }
 
 // A one-element float64 tensor on the device (a scale the model keeps there): the kernel

@@ -8,9 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "common/tensor_signature.h"
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/pointwise_chain.h"
 #include "services/proposer/synth/occupancy.h"
 #include "services/proposer/synth/target_args.h"
 
@@ -24,11 +26,35 @@ struct BatchNormProblem {
   v1::DType dtype[4] = {v1::FLOAT32, v1::FLOAT32, v1::FLOAT32, v1::FLOAT32};
   double eps = 1e-5;
   int64_t numel = 0, channels = 1, plane = 1;  // captured, for the prior
+  PointwiseChain chain;  // a chain's elementwise nodes after the batch norm (ReLU, residual add)
   uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey), which its fast path tests
 };
 
 constexpr char kEngine[] = R"(
 struct KfChannel { float mean; float scale; float shift; };
+
+// A chain's epilogue (pointwise_chain.h) on the values about to be stored: its operands at
+// element e are loaded with the step's inputs, before any store (the compiler may not move a
+// load above a store that could alias it), and applied just before the store.
+#if KF_EPILOGUE
+template <int V> using KfEpi = KfEpiOperands<V>;
+template <int V, typename I>
+__device__ __forceinline__ void kf_epi_load(const KfArgs& args, I e, KfEpi<V>& o) {
+  KfChain ch;
+  kf_chain_init(ch, args, 0, 0);
+  kf_epilogue_load<V>(ch, (kf_i64)e, o);
+}
+template <int V>
+__device__ __forceinline__ void kf_epi_apply(const KfEpi<V>& o, float (&v)[V]) {
+  kf_epilogue_apply<V>(o, v);
+}
+#else
+template <int V> struct KfEpi {};
+template <int V, typename I>
+__device__ __forceinline__ void kf_epi_load(const KfArgs&, I, KfEpi<V>&) {}
+template <int V>
+__device__ __forceinline__ void kf_epi_apply(const KfEpi<V>&, float (&)[V]) {}
+#endif
 
 // The channel's affine transform in the (x - mean) * scale + shift form eager uses.
 __device__ __forceinline__ KfChannel kf_channel(const KfArgs& args, kf_i64 c) {
@@ -67,6 +93,12 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64
         const kf_i64 k = base + (kf_i64)j * KF_THREADS;
         if (k < nv) kf_load<V>(xp + k * V, v[j]);
       }
+      KfEpi<V> epi[KF_ILP];
+#pragma unroll
+      for (int j = 0; j < KF_ILP; ++j) {
+        const kf_i64 k = base + (kf_i64)j * KF_THREADS;
+        if (k < nv) kf_epi_load<V>(args, plane * hw + k * V, epi[j]);
+      }
 #pragma unroll
       for (int j = 0; j < KF_ILP; ++j) {
         const kf_i64 k = base + (kf_i64)j * KF_THREADS;
@@ -74,6 +106,7 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, kf_i64 planes, kf_i64
           float o[V];
 #pragma unroll
           for (int i = 0; i < V; ++i) o[i] = (v[j][i] - ch.mean) * ch.scale + ch.shift;
+          kf_epi_apply<V>(epi[j], o);
           kf_store<V>(yp + k * V, o);
         }
       }
@@ -165,6 +198,12 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAP
         if (EXACT || k < nv) ch[j] = kf_channel(args, p.channel(p.plane(k * V)));
       }
     }
+    KfEpi<V> epi[KF_ILP];
+#pragma unroll
+    for (int j = 0; j < KF_ILP; ++j) {
+      const I k = base + (I)j * KF_THREADS;
+      if (EXACT || k < nv) kf_epi_load<V>(args, k * V, epi[j]);
+    }
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
@@ -176,6 +215,7 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAP
         } else {
           kf_norm<V, SPAN>(args, p, k * V, v[j], o);
         }
+        kf_epi_apply<V>(epi[j], o);
         kf_store<V>(y + k * V, o);
       }
     }
@@ -186,6 +226,9 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, const KfPlanes<I, CAP
     for (I e = nv * V + (I)threadIdx.x; e < n; e += KF_THREADS) {
       float v[1] = {kf_to_float(x[e])}, o[1];
       kf_norm<1, KF_SPAN_ONE>(args, p, e, v, o);
+      KfEpi<1> epi;
+      kf_epi_load<1>(args, e, epi);
+      kf_epi_apply<1>(epi, o);
       y[e] = kf_from_float<TO>(o[0]);
     }
   }
@@ -283,7 +326,8 @@ class BatchNormGenerator : public KernelGenerator {
   }
 
   double MinBytes() const override {
-    return double(p_.numel) * (ElementSize(p_.in_dtype) + ElementSize(p_.out_dtype));
+    return double(p_.numel) * (ElementSize(p_.in_dtype) + ElementSize(p_.out_dtype)) +
+           p_.chain.OperandBytes();
   }
 
   double EstimateSeconds(const Config& c) const override {
@@ -322,7 +366,8 @@ class BatchNormGenerator : public KernelGenerator {
     }
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
     const bool plane = c.Get("mode") == "plane";
-    std::string src = SourceHeader("batch_norm inference");
+    std::string src = SourceHeader(p_.chain.empty() ? "batch_norm inference"
+                                                   : p_.chain.Describe("batch_norm inference"));
     src += DevicePreamble({});
     const char* types[4] = {"TW", "TB", "TM", "TV"};
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype), " TI;\ntypedef ",
@@ -335,7 +380,8 @@ class BatchNormGenerator : public KernelGenerator {
                     "\n#define KF_ILP ", ilp, "\n#define KF_PLANE ", plane ? 1 : 0,
                     "\n#define KF_WEIGHT ", p_.index[0], "\n#define KF_BIAS ", p_.index[1],
                     "\n#define KF_MEAN ", p_.index[2], "\n#define KF_VAR ", p_.index[3],
-                    "\n#define KF_EPS ", FloatLiteral(p_.eps), "\n");
+                    "\n#define KF_EPS ", FloatLiteral(p_.eps), "\n#define KF_EPILOGUE ",
+                    p_.chain.empty() ? 0 : 1, "\n");
     if (!plane) {
       // The captured call: its plane and channel count (divisions by constants), its shape
       // key, and whether a one-shot grid tiles it exactly (an element count of 32 bits only).
@@ -352,6 +398,7 @@ class BatchNormGenerator : public KernelGenerator {
                       kCapturedShapeEnd, "\n");
       src += FastDivideSource();
     }
+    if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += kEngine;
     PlanSpec plan;
     plan.let = {{"N", "in0_numel"},
@@ -373,7 +420,9 @@ class BatchNormGenerator : public KernelGenerator {
     }
     plan.launches.push_back({"kf_batch_norm", {grid_x, grid_y, "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes =
-        vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), ElementSize(p_.out_dtype)) : 0;
+        vec > 1 ? vec * std::max({ElementSize(p_.in_dtype), ElementSize(p_.out_dtype),
+                                  p_.chain.MaxVectorElementSize()})
+                : 0;
     if (plane && vec > 1) plan.multiple_of.push_back({"HW", vec});
     return GeneratedKernel{WithMinBlocksPerSm(std::move(src), MinBlocksPerSm(gpu_, c)),
                            PlanJson(plan)};
@@ -392,7 +441,12 @@ class BatchNormFamily : public Family {
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
-    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    // Alone, or the first node of a chain whose elementwise nodes follow it.
+    if (ChainAnchor(target) != 0) {
+      return absl::UnimplementedError(
+          "a chain with elementwise nodes before the batch_norm; the family writes them after it");
+    }
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::ForChainNode(target, 0, -1));
     if (args.OpName() != "batch_norm") {
       return absl::UnimplementedError(absl::StrCat("batch_norm family does not cover ",
                                                    target.nodes(0).op()));
@@ -412,6 +466,7 @@ class BatchNormFamily : public Family {
     BatchNormProblem p;
     p.in_dtype = in.dtype();
     p.out_dtype = args.output(0).dtype();
+    KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, 0, /*row_cols=*/0, in.dtype()));
     p.channels = in.sizes(1);
     p.numel = Numel(in);
     const int64_t planes = in.sizes(0) * p.channels;

@@ -28,6 +28,7 @@
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
 #include "services/proposer/synth/occupancy.h"
+#include "services/proposer/synth/pointwise_chain.h"
 #include "services/proposer/synth/target_args.h"
 
 namespace kforge::synth {
@@ -910,6 +911,100 @@ int64_t ReuseInner(const ElementwiseProblem& p) {
   return inner > 1 ? inner : 0;
 }
 
+// The arithmetic of node `args` (op: its name without "aten::" and any in-place "_"): every
+// op of the family but `to`, whose conversion the engines do on load and store. Sets p.op,
+// p.num_inputs (2 when a tensor operand joins self), p.name and the op's numbers.
+absl::Status BindArithmetic(const TargetArgs& args, const std::string& op, ElementwiseProblem& p) {
+  // The one-input ops without arguments.
+  static const auto* const kPlainUnary = new std::map<std::string, UnaryOp>{
+      {"relu", UnaryOp::kRelu}, {"silu", UnaryOp::kSilu},   {"sigmoid", UnaryOp::kSigmoid},
+      {"tanh", UnaryOp::kTanh}, {"neg", UnaryOp::kNeg},     {"abs", UnaryOp::kAbs},
+      {"exp", UnaryOp::kExp},   {"sqrt", UnaryOp::kSqrt},   {"rsqrt", UnaryOp::kRsqrt},
+      {"sin", UnaryOp::kSin},   {"cos", UnaryOp::kCos},     {"log", UnaryOp::kLog},
+      {"log1p", UnaryOp::kLog1p}, {"reciprocal", UnaryOp::kReciprocal},
+      {"erf", UnaryOp::kErf},   {"hardsigmoid", UnaryOp::kHardsigmoid},
+      {"hardswish", UnaryOp::kHardswish}, {"mish", UnaryOp::kMish}};
+  // self (op) other, other a tensor or a number.
+  static const auto* const kArithmetic = new std::map<std::string, UnaryOp>{
+      {"add", UnaryOp::kAdd}, {"sub", UnaryOp::kSub}, {"rsub", UnaryOp::kRsub},
+      {"mul", UnaryOp::kMul}, {"div", UnaryOp::kDiv}};
+  if (auto plain = kPlainUnary->find(op); plain != kPlainUnary->end()) {
+    p.op = plain->second;
+  } else if (op == "gelu") {
+    std::string approximate = "none";
+    if (!args.IsNone("approximate", 1)) {
+      KF_ASSIGN_OR_RETURN(approximate, args.String("approximate", 1));
+    }
+    if (approximate == "none") {
+      p.op = UnaryOp::kGeluErf;
+    } else if (approximate == "tanh") {
+      p.op = UnaryOp::kGeluTanh;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gelu: unknown approximate='", approximate, "'"));
+    }
+  } else if (op == "pow") {
+    const std::string& overload = args.node().overload();
+    if (overload != "Tensor_Scalar") {
+      return absl::UnimplementedError(absl::StrCat(
+          args.node().op(), ".", overload, ": the elementwise family covers "
+          "pow.Tensor_Scalar only (a tensor to the power of a number)"));
+    }
+    KF_ASSIGN_OR_RETURN(p.exponent, args.Float("exponent", 1));
+    p.op = UnaryOp::kPow;
+    p.name = absl::StrCat("pow ", p.exponent);
+  } else if (op == "leaky_relu" || op == "clamp" || op == "clamp_min" || op == "clamp_max" ||
+             op == "hardtanh" || op == "relu6" || op == "elu" || op == "softplus") {
+    KF_RETURN_IF_ERROR(BindNumbers(op, args, p));
+  } else if (op == "masked_fill") {
+    // .Scalar, or .Tensor with a value the capture recorded as a number (a 0-dim CPU tensor).
+    if (args.InputIndex("value", 2).has_value()) {
+      return absl::UnimplementedError(
+          "masked_fill: the value is a tensor on the device; the family fills with a number");
+    }
+    KF_ASSIGN_OR_RETURN(p.numbers.value, args.Float("value", 2));
+    p.op = UnaryOp::kMaskedFill;
+    p.num_inputs = 2;
+  } else if (op == "where") {
+    KF_RETURN_IF_ERROR(BindWhere(args, p));
+  } else if (auto arithmetic = kArithmetic->find(op); arithmetic != kArithmetic->end()) {
+    // .Scalar (a scripted `x * 2.0`) computes as .Tensor with a traced number.
+    const std::string& overload = args.node().overload();
+    if (!overload.empty() && overload != "Tensor" && overload != "Scalar") {
+      return absl::UnimplementedError(absl::StrCat(
+          args.node().op(), ".", overload, ": the elementwise family covers ", op,
+          ".Tensor and ", op, ".Scalar only"));
+    }
+    p.op = arithmetic->second;
+    p.num_inputs = 2;
+    if (p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) {
+      KF_ASSIGN_OR_RETURN(p.alpha, args.FloatOr("alpha", 2, 1.0));
+    }
+    if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
+      KF_ASSIGN_OR_RETURN(double other, args.Float("other", 1));
+      p.other_value = other;
+      p.num_inputs = 1;
+      p.name = absl::StrCat(op, " by ", other);
+    }
+  } else {
+    return absl::UnimplementedError(absl::StrCat("elementwise family does not cover ", op));
+  }
+  return absl::OkStatus();
+}
+
+// The schema names of an op's two operands, a and b of its body (OpBody).
+struct OperandNames {
+  explicit OperandNames(const ElementwiseProblem& p) {
+    if (p.op == UnaryOp::kMaskedFill) names[1] = "mask";
+    if (p.op == UnaryOp::kWhere) {
+      names[0] = "condition";
+      names[1] = p.numbers.value_is_self ? "other" : "self";
+    }
+  }
+  const char* operator[](int i) const { return names[i]; }
+  const char* names[2] = {"self", "other"};
+};
+
 // Ops of the family that aten has no in-place form of.
 constexpr std::string_view kNoInPlaceForm[] = {"aten::to", "aten::where", "aten::rsub",
                                                "aten::softplus", "aten::relu6"};
@@ -954,83 +1049,12 @@ class ElementwiseFamily : public Family {
       op.pop_back();
       p.name = absl::StrCat(op, " in place");
     }
-    // The one-input ops without arguments.
-    static const auto* const kPlainUnary = new std::map<std::string, UnaryOp>{
-        {"relu", UnaryOp::kRelu}, {"silu", UnaryOp::kSilu},   {"sigmoid", UnaryOp::kSigmoid},
-        {"tanh", UnaryOp::kTanh}, {"neg", UnaryOp::kNeg},     {"abs", UnaryOp::kAbs},
-        {"exp", UnaryOp::kExp},   {"sqrt", UnaryOp::kSqrt},   {"rsqrt", UnaryOp::kRsqrt},
-        {"sin", UnaryOp::kSin},   {"cos", UnaryOp::kCos},     {"log", UnaryOp::kLog},
-        {"log1p", UnaryOp::kLog1p}, {"reciprocal", UnaryOp::kReciprocal},
-        {"erf", UnaryOp::kErf},   {"hardsigmoid", UnaryOp::kHardsigmoid},
-        {"hardswish", UnaryOp::kHardswish}, {"mish", UnaryOp::kMish}};
-    // self (op) other, other a tensor or a number.
-    static const auto* const kArithmetic = new std::map<std::string, UnaryOp>{
-        {"add", UnaryOp::kAdd}, {"sub", UnaryOp::kSub}, {"rsub", UnaryOp::kRsub},
-        {"mul", UnaryOp::kMul}, {"div", UnaryOp::kDiv}};
-    if (auto plain = kPlainUnary->find(op); plain != kPlainUnary->end()) {
-      p.op = plain->second;
-    } else if (op == "gelu") {
-      std::string approximate = "none";
-      if (!args.IsNone("approximate", 1)) {
-        KF_ASSIGN_OR_RETURN(approximate, args.String("approximate", 1));
-      }
-      if (approximate == "none") {
-        p.op = UnaryOp::kGeluErf;
-      } else if (approximate == "tanh") {
-        p.op = UnaryOp::kGeluTanh;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("gelu: unknown approximate='", approximate, "'"));
-      }
-    } else if (op == "pow") {
-      const std::string& overload = target.nodes(0).overload();
-      if (overload != "Tensor_Scalar") {
-        return absl::UnimplementedError(absl::StrCat(
-            target.nodes(0).op(), ".", overload, ": the elementwise family covers "
-            "pow.Tensor_Scalar only (a tensor to the power of a number)"));
-      }
-      KF_ASSIGN_OR_RETURN(p.exponent, args.Float("exponent", 1));
-      p.op = UnaryOp::kPow;
-      p.name = absl::StrCat("pow ", p.exponent);
-    } else if (op == "leaky_relu" || op == "clamp" || op == "clamp_min" || op == "clamp_max" ||
-               op == "hardtanh" || op == "relu6" || op == "elu" || op == "softplus") {
-      KF_RETURN_IF_ERROR(BindNumbers(op, args, p));
-    } else if (op == "masked_fill") {
-      // .Scalar, or .Tensor with a value the capture recorded as a number (a 0-dim CPU tensor).
-      if (args.InputIndex("value", 2).has_value()) {
-        return absl::UnimplementedError(
-            "masked_fill: the value is a tensor on the device; the family fills with a number");
-      }
-      KF_ASSIGN_OR_RETURN(p.numbers.value, args.Float("value", 2));
-      p.op = UnaryOp::kMaskedFill;
-      p.num_inputs = 2;
-    } else if (op == "where") {
-      KF_RETURN_IF_ERROR(BindWhere(args, p));
-    } else if (op == "to") {
+    if (op == "to") {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
       p.name = absl::StrCat("to ", DTypeName(args.output(0).dtype()));
-    } else if (auto arithmetic = kArithmetic->find(op); arithmetic != kArithmetic->end()) {
-      // .Scalar (a scripted `x * 2.0`) computes as .Tensor with a traced number.
-      const std::string& overload = target.nodes(0).overload();
-      if (!overload.empty() && overload != "Tensor" && overload != "Scalar") {
-        return absl::UnimplementedError(absl::StrCat(
-            target.nodes(0).op(), ".", overload, ": the elementwise family covers ", op,
-            ".Tensor and ", op, ".Scalar only"));
-      }
-      p.op = arithmetic->second;
-      p.num_inputs = 2;
-      if (p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) {
-        KF_ASSIGN_OR_RETURN(p.alpha, args.FloatOr("alpha", 2, 1.0));
-      }
-      if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
-        KF_ASSIGN_OR_RETURN(double other, args.Float("other", 1));
-        p.other_value = other;
-        p.num_inputs = 1;
-        p.name = absl::StrCat(op, " by ", other);
-      }
     } else {
-      return absl::UnimplementedError(absl::StrCat("elementwise family does not cover ", op));
+      KF_RETURN_IF_ERROR(BindArithmetic(args, op, p));
     }
     const v1::TensorSignature& out = args.output(0);
     KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
@@ -1038,11 +1062,7 @@ class ElementwiseFamily : public Family {
     p.numel = Numel(out);
     p.out_tensor = SignatureTensor(out);
     p.shape_key = CapturedShapeKey(target);
-    const char* names[2] = {"self", p.op == UnaryOp::kMaskedFill ? "mask" : "other"};
-    if (p.op == UnaryOp::kWhere) {
-      names[0] = "condition";
-      names[1] = p.numbers.value_is_self ? "other" : "self";
-    }
+    const OperandNames names(p);
     for (int i = 0; i < p.num_inputs; ++i) {
       std::optional<int> index = args.InputIndex(names[i], i);
       if (!index.has_value()) {
@@ -1088,6 +1108,58 @@ class ElementwiseFamily : public Family {
 };
 
 }  // namespace
+
+absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int index,
+                                                  v1::DType value_dtype) {
+  KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::ForChainNode(target, index, -1));
+  std::string op = args.OpName();
+  // An in-place form inside a chain writes the chained value, which nothing else reads (the
+  // capture joins no other): the same arithmetic.
+  if (!op.empty() && op.back() == '_') op.pop_back();
+  PointwiseStage stage;
+  stage.value_dtype = value_dtype;
+  if (op == "to") {
+    if (!args.IsChainedValue("self", 0)) {
+      return absl::InvalidArgumentError("to: self is not the chain's value; re-capture the model");
+    }
+    KF_ASSIGN_OR_RETURN(stage.value_dtype, args.ScalarType("dtype", 1));
+    if (!IsFloatType(stage.value_dtype)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "to ", DTypeName(stage.value_dtype), " inside a chain: chains convert between "
+          "float32, float16 and bfloat16 only"));
+    }
+    stage.name = absl::StrCat("to ", DTypeName(stage.value_dtype));
+    stage.body = "return a;";  // the engines convert on load and store
+    return stage;
+  }
+  ElementwiseProblem p;
+  p.name = op;
+  KF_RETURN_IF_ERROR(BindArithmetic(args, op, p));
+  const OperandNames names(p);
+  int chained = -1;
+  for (int i = 0; i < p.num_inputs; ++i) {
+    if (args.IsChainedValue(names[i], i)) chained = i;
+  }
+  if (chained < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        args.node().op(), ": none of its operands is the value the chain streams (the previous "
+        "node's output, or the chain's first input); re-capture the model"));
+  }
+  if (p.num_inputs == 2) {
+    const int other = 1 - chained;
+    std::optional<int> input = args.InputIndex(names[other], other);
+    if (!input.has_value()) {
+      return absl::UnimplementedError(absl::StrCat(
+          args.node().op(), ": '", names[other], "' is neither a number nor a target input"));
+    }
+    stage.operand = *input;
+    stage.value_is_b = chained == 1;
+  }
+  stage.name = p.name;
+  stage.body = OpBody(p, /*fast=*/false);
+  stage.math_ops = PreciseMathOps(p.op) + (HasTranscendental(p.op) ? 8 : 2);
+  return stage;
+}
 
 std::unique_ptr<Family> MakeElementwiseFamily() { return std::make_unique<ElementwiseFamily>(); }
 

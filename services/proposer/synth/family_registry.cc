@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "services/proposer/synth/pointwise_chain.h"
 
 namespace kforge::synth {
 
@@ -31,18 +32,20 @@ const Family* FamilyRegistry::Find(const v1::Target& target, std::string* refusa
     if (refusal != nullptr) *refusal = std::move(why);
     return nullptr;
   };
-  if (target.nodes_size() != 1) {
-    return refuse(absl::StrCat("target has ", target.nodes_size(),
-                               " nodes; synthesizer families cover single-op targets only"));
-  }
-  const std::string& op = target.nodes(0).op();
+  if (target.nodes_size() == 0) return refuse("target has no nodes");
+  // A chain goes to the family of its anchor (its one op that is not elementwise), which
+  // writes it or says why not.
+  const std::string& op = target.nodes(ChainAnchor(target)).op();
   for (const auto& family : families_) {
     const std::vector<std::string> ops = family->Ops();
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) continue;
     auto generator = family->Bind(target, GpuModel{});
     if (!generator.ok()) {
-      return refuse(absl::StrCat("synth family ", family->Name(), " does not cover this ", op,
-                                 " call: ", generator.status().message()));
+      return refuse(absl::StrCat(
+          "synth family ", family->Name(), " does not cover this ",
+          target.nodes_size() > 1 ? absl::StrCat("chain of ", target.nodes_size(), " ops around ")
+                                  : "",
+          op, " call: ", generator.status().message()));
     }
     return family.get();
   }

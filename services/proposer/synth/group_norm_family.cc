@@ -1,8 +1,10 @@
-// GroupNormFamily: group_norm over contiguous (N, C, *) tensors, affine or not. A group's
-// C/G channels are one contiguous row, so the row engine does the work.
+// GroupNormFamily: group_norm over contiguous (N, C, *) tensors, affine or not, alone or as the
+// anchor of a chain (a SiLU after it). A group's C/G channels are one contiguous row, so the
+// row engine does the work.
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "services/proposer/synth/family.h"
+#include "services/proposer/synth/pointwise_chain.h"
 #include "services/proposer/synth/row_kernel.h"
 #include "services/proposer/synth/target_args.h"
 
@@ -16,10 +18,11 @@ class GroupNormFamily : public Family {
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
-    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    const int anchor = ChainAnchor(target);  // a chain's elementwise nodes around it
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::ForChainNode(target, anchor, 0));
     if (args.OpName() != "group_norm") {
       return absl::UnimplementedError(absl::StrCat("group_norm family does not cover ",
-                                                   target.nodes(0).op()));
+                                                   args.node().op()));
     }
     KF_ASSIGN_OR_RETURN(int x, args.RequiredInput("input", 0));
     if (x != 0) return absl::UnimplementedError("the input must be the target's first input");
@@ -64,6 +67,7 @@ class GroupNormFamily : public Family {
     KF_ASSIGN_OR_RETURN(p.eps, args.Float("eps", 4));
     p.rows = in.sizes(0) * p.groups;
     p.cols = p.rows > 0 ? Numel(in) / p.rows : 0;
+    KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, anchor, p.cols, in.dtype()));
     p.shape_key = CapturedShapeKey(target);
     return MakeRowKernelGenerator(p, gpu);
   }

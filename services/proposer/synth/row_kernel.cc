@@ -803,7 +803,54 @@ std::string AffinePointers(const RowProblem& p) {
     absl::StrAppend(&init, "  ctx.bias = reinterpret_cast<const TB*>(args.inputs[",
                     p.bias_input, "].data);\n");
   }
+  if (!p.chain.empty()) init += "  kf_chain_init(ctx.chain, args, ctx.row, ctx.cols);\n";
   return init;
+}
+
+// A chain's op hooks: the op's kf_add, kf_out_params and kf_out_vec (and KfOutParams) renamed
+// kf_op_*, and hooks of those names that apply the prologue to every value read and the
+// epilogue to every value written, their operands loaded where the op's parameters are.
+// Single ops keep their source as it was.
+std::string WithChainHooks(const RowProblem& p, std::string op_code) {
+  if (p.chain.empty()) return op_code;
+  op_code = absl::StrReplaceAll(op_code, {{"KfOutParams", "KfOpOutParams"},
+                                          {"void kf_out_params(", "void kf_op_out_params("},
+                                          {"void kf_out_vec(", "void kf_op_out_vec("},
+                                          {"void kf_add(", "void kf_op_add("}});
+  return absl::StrCat(op_code, R"(
+template <int V> struct KfOutParams {
+  KfOpOutParams<V> op;
+  KfProOperands<V> pro;
+  KfEpiOperands<V> epi;
+};
+template <int V>
+__device__ __forceinline__ void kf_out_params(kf_i64 c, const KfRowCtx& ctx, KfOutParams<V>& p) {
+  kf_op_out_params<V>(c, ctx, p.op);
+  kf_prologue_load<V>(ctx.chain, c, p.pro);
+  kf_epilogue_load<V>(ctx.chain, c, p.epi);
+}
+template <int V>
+__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfOutParams<V>& p,
+                                           const KfRowCtx& ctx, float (&o)[V]) {
+  float u[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) u[i] = v[i];
+  kf_prologue_apply<V>(p.pro, u);
+  kf_op_out_vec<V>(u, c, p.op, ctx, o);
+  kf_epilogue_apply<V>(p.epi, o);
+}
+template <int P, int V>
+__device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
+                                       const KfRowCtx& ctx) {
+  KfProOperands<V> pro;
+  kf_prologue_load<V>(ctx.chain, col, pro);
+  float u[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) u[i] = v[i];
+  kf_prologue_apply<V>(pro, u);
+  kf_op_add<P, V>(st, u, col, ctx);
+}
+)");
 }
 
 std::string ContextCode(const RowProblem& p) {
@@ -838,7 +885,7 @@ struct KfRowCtx {
   KfDivisor hw_divisor;
   bool div32;
   double inv_hw;
-};
+)", p.chain.empty() ? "" : "  KfChain chain;\n", R"(};
 __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, kf_i64 row,
                                             kf_i64 cols) {
   ctx.row = row;
@@ -1427,7 +1474,7 @@ class RowKernelGenerator : public KernelGenerator {
     const double elems = static_cast<double>(p_.rows) * p_.cols;
     double bytes = elems * ElementSize(p_.in_dtype);
     bytes += per_row_ ? p_.rows * double(ElementSize(p_.out_dtype)) : elems * ElementSize(p_.out_dtype);
-    return bytes;
+    return bytes + p_.chain.OperandBytes();
   }
 
   double EstimateSeconds(const Config& c) const override {
@@ -1473,7 +1520,8 @@ class RowKernelGenerator : public KernelGenerator {
     const double in_bytes = elems * in_size;
     const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
     const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
-                                (p_.bias_input >= 0 ? cols * ElementSize(p_.bias_dtype) : 0);
+                                (p_.bias_input >= 0 ? cols * ElementSize(p_.bias_dtype) : 0) +
+                                p_.chain.OperandBytes();
     const double resident_row_bytes =
         std::min(row_blocks * split, double(gpu_.sm_count) * per_sm) * rpb * chunk * in_size;
     const double reread_in_dram = resident_row_bytes > gpu_.l2_bytes * 0.5 ? 1.0 : 0.0;
@@ -1812,7 +1860,8 @@ class RowKernelGenerator : public KernelGenerator {
     const int cache_code = cache == "smem" ? 1 : cache == "regs" ? 2 : 0;
     const int cap = cache == "regs" ? c.GetInt("reg_cache") : 1;
 
-    std::string src = SourceHeader(absl::StrCat(RowOpName(p_.op), " rows"));
+    std::string src = SourceHeader(absl::StrCat(
+        p_.chain.empty() ? RowOpName(p_.op) : p_.chain.Describe(RowOpName(p_.op)), " rows"));
     src += DevicePreamble({.fast_math = c.GetInt("fast_math") == 1, .clusters = cluster});
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.in_dtype), " TI;\n",
                     "typedef ", per_row_ && p_.op == RowOp::kArgmax ? "long long" : CudaType(p_.out_dtype), " TO;\n",
@@ -1829,8 +1878,9 @@ class RowKernelGenerator : public KernelGenerator {
                     scratch || stream ? SplitBlocksPerSm(c) : 1, "\n");
     src += GeometryCode(p_);
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
+    if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += ContextCode(p_);
-    src += OpCode(p_, two_pass);
+    src += WithChainHooks(p_, OpCode(p_, two_pass));
     const char* entries = scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
     if (L2Keep(c)) {
       src += kL2CacheHints;
@@ -1916,7 +1966,8 @@ class RowKernelGenerator : public KernelGenerator {
     }
     plan.contiguous = true;
     plan.alignment_bytes =
-        vec > 1 ? vec * std::max(ElementSize(p_.in_dtype), per_row_ ? 0 : ElementSize(p_.out_dtype))
+        vec > 1 ? vec * std::max({ElementSize(p_.in_dtype), per_row_ ? 0 : ElementSize(p_.out_dtype),
+                                  p_.chain.MaxVectorElementSize()})
                 : 0;
     if (vec > 1) {
       plan.multiple_of.push_back({p_.op == RowOp::kGroupNorm

@@ -14,6 +14,7 @@
 
 #include "kforge/v1/common.pb.h"
 #include "services/proposer/synth/family.h"
+#include "services/proposer/synth/pointwise_chain.h"
 
 namespace kforge::synth {
 
@@ -51,6 +52,9 @@ struct RowProblem {
   // The captured call's (CapturedShapeKey), which a stream split's output pass tests to take
   // its fast path with the captured geometry as constants; 0: no fast path.
   uint64_t shape_key = 0;
+  // A chain target's elementwise nodes before and after the op: applied to every value read
+  // of input 0 and every value written (empty for a single op).
+  PointwiseChain chain;
 };
 
 bool RowOpWritesRows(RowOp op);  // one value per row (reductions) vs every element

@@ -1,11 +1,13 @@
 // RowwiseFamily: softmax, log_softmax, layer_norm and rms_norm over the trailing dim(s) of a
-// contiguous tensor, through the row engine.
+// contiguous tensor, through the row engine; alone or as the anchor of a chain (an
+// elementwise prologue and epilogue, PointwiseChain).
 #include <cfloat>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "services/proposer/synth/family.h"
+#include "services/proposer/synth/pointwise_chain.h"
 #include "services/proposer/synth/row_kernel.h"
 #include "services/proposer/synth/target_args.h"
 
@@ -44,7 +46,9 @@ class RowwiseFamily : public Family {
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
-    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    // The row op reads the chain's streamed value (input 0) after its prologue.
+    const int anchor = ChainAnchor(target);
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::ForChainNode(target, anchor, 0));
     const std::string op = args.OpName();
     RowProblem p;
     if (op == "softmax" || op == "_softmax") {
@@ -59,7 +63,7 @@ class RowwiseFamily : public Family {
       return absl::UnimplementedError(absl::StrCat("rowwise family does not cover ", op));
     }
     if (args.num_outputs() != 1) {
-      return absl::UnimplementedError(absl::StrCat(target.nodes(0).op(), " with ",
+      return absl::UnimplementedError(absl::StrCat(args.node().op(), " with ",
                                                    args.num_outputs(),
                                                    " outputs; the rowwise family writes one"));
     }
@@ -116,6 +120,12 @@ class RowwiseFamily : public Family {
       // eps=None means the epsilon of the accumulate type (fp32 for every covered dtype).
       KF_ASSIGN_OR_RETURN(p.eps, args.FloatOr("eps", 3, FLT_EPSILON));
     }
+    // softmax(..., dtype=float32) computes and returns that type (a chain's `to` may follow).
+    v1::DType anchor_dtype = in.dtype();
+    if (!norm && !args.IsNone("dtype", 2)) {
+      KF_ASSIGN_OR_RETURN(anchor_dtype, args.ScalarType("dtype", 2));
+    }
+    KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, anchor, p.cols, anchor_dtype));
     p.shape_key = CapturedShapeKey(target);
     return MakeRowKernelGenerator(p, gpu);
   }

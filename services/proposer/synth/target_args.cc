@@ -1,4 +1,4 @@
-// TargetArgs: argument and signature access for single-node targets.
+// TargetArgs: argument and signature access for single-node targets and the nodes of chains.
 #include "services/proposer/synth/target_args.h"
 
 #include <algorithm>
@@ -15,14 +15,32 @@ namespace kforge::synth {
 absl::StatusOr<TargetArgs> TargetArgs::Create(const v1::Target& target) {
   if (target.nodes_size() != 1) {
     return absl::UnimplementedError(absl::StrCat(
-        "target has ", target.nodes_size(),
-        " nodes; the synthesizer covers single-op targets only (use an LLM proposer for "
-        "fused chains)"));
+        "target has ", target.nodes_size(), " nodes; this family writes single ops only (an "
+        "LLM proposer writes chains)"));
+  }
+  return ForChainNode(target, 0, -1);
+}
+
+absl::StatusOr<TargetArgs> TargetArgs::ForChainNode(const v1::Target& target, int index,
+                                                    int value_input) {
+  if (index < 0 || index >= target.nodes_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("target has no node ", index));
   }
   if (target.outputs_size() < 1) {
     return absl::InvalidArgumentError("target has no outputs; re-capture the model");
   }
-  return TargetArgs(&target);
+  return TargetArgs(&target, index, value_input);
+}
+
+bool TargetArgs::IsChainedValue(std::string_view name, int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kTensor) return false;
+  // The first node streams the target's first input.
+  if (node_index_ == 0) {
+    return target_->input_names_size() > 0 && arg->tensor() == target_->input_names(0);
+  }
+  const v1::SubgraphNode& previous = target_->nodes(node_index_ - 1);
+  return previous.outputs_size() == 1 && arg->tensor() == previous.outputs(0);
 }
 
 std::string TargetArgs::OpName() const {
@@ -54,6 +72,9 @@ bool TargetArgs::IsNone(std::string_view name, int position) const {
 std::optional<int> TargetArgs::InputIndex(std::string_view name, int position) const {
   const v1::Argument* arg = Find(name, position);
   if (arg == nullptr || arg->kind_case() != v1::Argument::kTensor) return std::nullopt;
+  if (node_index_ > 0 && IsChainedValue(name, position)) {
+    return value_input_ >= 0 ? std::optional<int>(value_input_) : std::nullopt;
+  }
   const auto& names = target_->input_names();
   for (int i = 0; i < names.size(); ++i) {
     if (names[i] == arg->tensor()) return i;

@@ -17,11 +17,19 @@ namespace kforge::synth {
 
 class TargetArgs {
  public:
-  // Refuses a target that is not exactly one node (fusion targets have no family yet).
+  // Refuses a target that is not exactly one node (a family that writes chains binds their
+  // nodes with ForChainNode).
   static absl::StatusOr<TargetArgs> Create(const v1::Target& target);
+  // Node `index` of a chain: its tensor argument that is the previous node's output (the
+  // value the chain streams) reads as target input `value_input` (-1: as no input).
+  static absl::StatusOr<TargetArgs> ForChainNode(const v1::Target& target, int index,
+                                                 int value_input);
 
   const v1::Target& target() const { return *target_; }
-  const v1::SubgraphNode& node() const { return target_->nodes(0); }
+  const v1::SubgraphNode& node() const { return target_->nodes(node_index_); }
+  // Whether argument `name` is the value the chain streams into this node: the previous
+  // node's output, or for the first node the target's first input.
+  bool IsChainedValue(std::string_view name, int position) const;
   // "aten::softmax" -> "softmax".
   std::string OpName() const;
 
@@ -53,8 +61,11 @@ class TargetArgs {
   int num_outputs() const { return target_->outputs_size(); }
 
  private:
-  explicit TargetArgs(const v1::Target* target) : target_(target) {}
+  TargetArgs(const v1::Target* target, int node_index, int value_input)
+      : target_(target), node_index_(node_index), value_input_(value_input) {}
   const v1::Target* target_;
+  int node_index_ = 0;
+  int value_input_ = -1;
 };
 
 // float, float16 and bfloat16: the element types every family covers.

@@ -1,0 +1,219 @@
+// PointwiseChain: binding a chain's elementwise nodes and their device code.
+#include "services/proposer/synth/pointwise_chain.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "common/tensor_signature.h"
+#include "services/proposer/synth/family.h"
+#include "services/proposer/synth/target_args.h"
+
+namespace kforge::synth {
+namespace {
+
+bool IsElementwiseOp(const std::string& op) {
+  static const std::vector<std::string>* const ops =
+      new std::vector<std::string>(MakeElementwiseFamily()->Ops());
+  return std::find(ops->begin(), ops->end(), op) != ops->end();
+}
+
+std::string SizesText(const v1::TensorSignature& sig) {
+  return absl::StrCat("[", absl::StrJoin(sig.sizes(), ","), "]");
+}
+
+// How `operand` is read at element e of a value shaped `value` (see OperandLayout).
+absl::StatusOr<OperandLayout> Layout(const v1::TensorSignature& operand,
+                                     const v1::TensorSignature& value, int64_t row_cols,
+                                     const std::string& what) {
+  const int64_t n = Numel(operand);
+  if (n == 1) {
+    KF_RETURN_IF_ERROR(RequireCuda(operand, what));
+    return OperandLayout::kOne;
+  }
+  if (operand.dtype() == v1::FLOAT64) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, " is a float64 tensor of ", n, " elements; chains read float64 scalars only"));
+  }
+  KF_RETURN_IF_ERROR(RequireDense(operand, what));
+  const int shift = value.sizes_size() - operand.sizes_size();
+  bool same = shift >= 0, trailing = shift >= 0;
+  bool leading = true;  // still among the operand's leading dims of size 1
+  for (int d = 0; d < operand.sizes_size() && shift >= 0; ++d) {
+    const int64_t s = operand.sizes(d), v = value.sizes(d + shift);
+    if (s != v) same = false;
+    if (leading && s == 1) continue;
+    leading = false;
+    if (s != v) trailing = false;
+  }
+  if (same && n == Numel(value)) return OperandLayout::kFlat;
+  if (trailing && row_cols > 0 && n % row_cols == 0) return OperandLayout::kRows;
+  return absl::UnimplementedError(absl::StrCat(
+      what, " ", SizesText(operand), " broadcasts over the value ", SizesText(value),
+      " in a way chains do not read: an operand must be one element, the value's shape, or ",
+      row_cols > 0 ? "whole rows repeated over the leading dims" : "nothing else here",
+      " (an LLM proposer can write the chain)"));
+}
+
+}  // namespace
+
+int ChainAnchor(const v1::Target& target) {
+  for (int i = 0; i < target.nodes_size(); ++i) {
+    if (!IsElementwiseOp(target.nodes(i).op())) return i;
+  }
+  return 0;
+}
+
+absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, int anchor,
+                                                    int64_t row_cols, v1::DType anchor_dtype) {
+  PointwiseChain chain;
+  if (target.nodes_size() == 1) return chain;
+  if (target.inputs_size() < 1 || target.outputs_size() != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "a chain of ", target.outputs_size(), " outputs; chains end at one"));
+  }
+  if (target.nodes(anchor).outputs_size() != 1) {
+    return absl::UnimplementedError(
+        absl::StrCat(target.nodes(anchor).op(), " with several outputs inside a chain"));
+  }
+  auto bind_side = [&](int begin, int end, v1::DType dtype, const v1::TensorSignature& value,
+                       std::vector<Part>& side) -> absl::Status {
+    for (int i = begin; i < end; ++i) {
+      KF_ASSIGN_OR_RETURN(PointwiseStage stage, BindPointwiseStage(target, i, dtype));
+      Part part{stage, -1};
+      if (stage.operand >= 0) {
+        const v1::TensorSignature& sig = target.inputs(stage.operand);
+        const std::string what =
+            absl::StrCat("the operand ", target.input_names(stage.operand), " of ", stage.name);
+        KF_ASSIGN_OR_RETURN(OperandLayout layout, Layout(sig, value, row_cols, what));
+        chain.operands_.push_back({stage.operand, sig.dtype(), layout, Numel(sig)});
+        part.operand = static_cast<int>(chain.operands_.size()) - 1;
+      }
+      dtype = stage.value_dtype;
+      side.push_back(std::move(part));
+    }
+    return absl::OkStatus();
+  };
+  KF_RETURN_IF_ERROR(
+      bind_side(0, anchor, target.inputs(0).dtype(), target.inputs(0), chain.prologue_));
+  KF_RETURN_IF_ERROR(bind_side(anchor + 1, target.nodes_size(), anchor_dtype, target.outputs(0),
+                               chain.epilogue_));
+  if (Numel(target.inputs(0)) != Numel(target.outputs(0))) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the chain's output ", SizesText(target.outputs(0)), " is not the shape of its input ",
+        SizesText(target.inputs(0)), ": an operand broadcasts the value larger"));
+  }
+  return chain;
+}
+
+std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* prefix,
+                                     const char* ops_type, const char* load,
+                                     const char* apply) const {
+  std::string fns, members, loads, steps;
+  for (size_t s = 0; s < side.size(); ++s) {
+    const Part& part = side[s];
+    const std::string fn = absl::StrCat("kf_", prefix, s);
+    // The body may round to its value's type (clamp's bounds) through TO.
+    const bool uses_to = part.stage.body.find("TO") != std::string::npos;
+    absl::StrAppend(&fns, "// ", part.stage.name, "\n__device__ __forceinline__ float ", fn,
+                    "(float a, float b) {\n",
+                    uses_to ? absl::StrCat("  typedef ", CudaType(part.stage.value_dtype),
+                                           " TO;\n")
+                            : "",
+                    "  ", part.stage.body, "\n}\n");
+    std::string b = "0.f";
+    if (part.operand >= 0) {
+      const ChainOperand& op = operands_[part.operand];
+      const int k = part.operand;
+      if (op.layout == OperandLayout::kOne) {
+        absl::StrAppend(&members, "  float v", k, ";\n");
+        absl::StrAppend(&loads, "  o.v", k, " = kf_to_float(ch.p", k, "[0]);\n");
+        b = absl::StrCat("o.v", k);
+      } else {
+        absl::StrAppend(&members, "  float v", k, "[V];\n");
+        absl::StrAppend(&loads, "  kf_load<V>(ch.p", k, " + ch.base", k, " + c, o.v", k, ");\n");
+        b = absl::StrCat("o.v", k, "[i]");
+      }
+    }
+    absl::StrAppend(&steps, "    x = ", fn, "(", part.stage.value_is_b ? b : "x", ", ",
+                    part.stage.value_is_b ? "x" : b, ");\n");
+  }
+  return absl::StrCat(
+      fns, "template <int V> struct ", ops_type, " {\n", members.empty() ? "  char none;\n" : members,
+      "};\ntemplate <int V>\n__device__ __forceinline__ void ", load,
+      "(const KfChain& ch, kf_i64 c, ", ops_type, "<V>& o) {\n", loads,
+      "}\ntemplate <int V>\n__device__ __forceinline__ void ", apply, "(const ", ops_type,
+      "<V>& o, float (&v)[V]) {\n#pragma unroll\n  for (int i = 0; i < V; ++i) {\n"
+      "    float x = v[i];\n",
+      steps, "    v[i] = x;\n  }\n}\n");
+}
+
+std::string PointwiseChain::DeviceCode() const {
+  std::string members, init;
+  bool f64 = false, bytes = false;
+  for (size_t k = 0; k < operands_.size(); ++k) {
+    const ChainOperand& op = operands_[k];
+    const std::string type = CudaType(op.dtype);
+    f64 |= op.dtype == v1::FLOAT64;
+    bytes |= op.dtype == v1::BOOL;
+    absl::StrAppend(&members, "  const ", type, "* p", k, ";\n");
+    absl::StrAppend(&init, "  ch.p", k, " = reinterpret_cast<const ", type, "*>(args.inputs[",
+                    op.input, "].data);\n");
+    if (op.layout == OperandLayout::kFlat) {
+      absl::StrAppend(&members, "  kf_i64 base", k, ";\n");
+      absl::StrAppend(&init, "  ch.base", k, " = row * cols;\n");
+    } else if (op.layout == OperandLayout::kRows) {
+      // Whole rows of the operand: the row's first element, once per row.
+      absl::StrAppend(&members, "  kf_i64 base", k, ";\n");
+      absl::StrAppend(&init, "  ch.base", k, " = (row * cols) % args.inputs[", op.input,
+                      "].numel;\n");
+    }
+  }
+  std::string src = "\n// The chain's elementwise nodes around its anchor (pointwise_chain.h).\n";
+  // Loads of the non-float operands, in chain sources only (as the elementwise family's).
+  if (f64) src += "__device__ __forceinline__ float kf_to_float(double x) { return (float)x; }\n";
+  if (bytes) src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
+  absl::StrAppend(&src, "struct KfChain {\n", members.empty() ? "  char none;\n" : members,
+                  "};\n__device__ __forceinline__ void kf_chain_init(KfChain& ch, const KfArgs& "
+                  "args, kf_i64 row, kf_i64 cols) {\n",
+                  init, "}\n");
+  src += SideCode(prologue_, "pro", "KfProOperands", "kf_prologue_load", "kf_prologue_apply");
+  src += SideCode(epilogue_, "epi", "KfEpiOperands", "kf_epilogue_load", "kf_epilogue_apply");
+  return src;
+}
+
+double PointwiseChain::OperandBytes() const {
+  double bytes = 0;
+  for (const ChainOperand& op : operands_) {
+    bytes += static_cast<double>(op.numel) * ElementSize(op.dtype);
+  }
+  return bytes;
+}
+
+int PointwiseChain::MaxVectorElementSize() const {
+  int size = 0;
+  for (const ChainOperand& op : operands_) {
+    if (op.layout != OperandLayout::kOne) size = std::max(size, ElementSize(op.dtype));
+  }
+  return size;
+}
+
+double PointwiseChain::MathOpsPerElement() const {
+  double ops = 0;
+  for (const auto* side : {&prologue_, &epilogue_}) {
+    for (const Part& part : *side) ops += part.stage.math_ops;
+  }
+  return ops;
+}
+
+std::string PointwiseChain::Describe(const std::string& anchor) const {
+  std::vector<std::string> names;
+  for (const Part& part : prologue_) names.push_back(part.stage.name);
+  names.push_back(anchor);
+  for (const Part& part : epilogue_) names.push_back(part.stage.name);
+  return absl::StrJoin(names, " -> ");
+}
+
+}  // namespace kforge::synth
