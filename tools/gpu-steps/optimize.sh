@@ -16,6 +16,7 @@
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
 #   KFORGE_GPU_OPTIMIZE_OPS=aten::relu_,...  only targets of these ops (kforge optimize --ops)
+#   KFORGE_GPU_OPTIMIZE_FUSE=1               chains of ops as targets too (kforge optimize --fuse)
 #   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
 #   KFORGE_GPU_OPTIMIZE_LANES=N              models run N at a time, each lane on a GPU of its
 #                                            own (default: one lane per GPU, or 1 with
@@ -53,7 +54,7 @@ jobs=()
 for entry in "${MODELS[@]}"; do
   IFS='|' read -r name factory kwargs paper <<<"$entry"
   [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
-  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS${KFORGE_GPU_OPTIMIZE_OPS:+ --ops $KFORGE_GPU_OPTIMIZE_OPS}")
+  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS${KFORGE_GPU_OPTIMIZE_OPS:+ --ops $KFORGE_GPU_OPTIMIZE_OPS}${KFORGE_GPU_OPTIMIZE_FUSE:+ --fuse}")
   [[ -n $paper && ${KFORGE_GPU_PAPER:-1} != 0 ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
 
