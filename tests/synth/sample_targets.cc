@@ -529,6 +529,29 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
             .Tensor("other", Dense(r, t)).Output(Dense(x, t)));
   }
+  {
+    // Chains of elementwise nodes: a SwiGLU's silu(gate) * up, a decoder's residual sum over a
+    // scale ((x + residual) / 1.4142), and a GELU of a biased activation (bias over the rows).
+    S x = pick({4, 512, 1536}, {3, 7, 1536});
+    add("silu_mul_chain", "elementwise",
+        JoinChain({TargetBuilder("aten::silu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t)),
+                   TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
+                       .Tensor("other", Dense(x, t)).Output(Dense(x, t))},
+                  {"self"}));
+    add("add_div_chain", "elementwise",
+        JoinChain({TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+                       .Tensor("other", Dense(x, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)),
+                   TargetBuilder("aten::div", "Tensor").Tensor("self", Dense(x, t))
+                       .Scalar("other", Float(1.4142135623730951)).Output(Dense(x, t))},
+                  {"self"}));
+    add("add_gelu_chain", "elementwise",
+        JoinChain({TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+                       .Tensor("other", Dense({x[2]}, t)).Scalar("alpha", Int(1))
+                       .Output(Dense(x, t)),
+                   TargetBuilder("aten::gelu", "").Tensor("self", Dense(x, t))
+                       .Scalar("approximate", Str("tanh")).Output(Dense(x, t))},
+                  {"self"}));
+  }
   // Layout copies of strided views into contiguous outputs.
   {
     // Attention's output back to tokens: [B,H,S,D].transpose(1, 2).contiguous().

@@ -164,14 +164,12 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
     t = Sample(samples, "batch_norm_relu").target;
     std::swap(*t.mutable_nodes(0), *t.mutable_nodes(1));
     EXPECT_THAT(Refusal(t), HasSubstr("elementwise nodes before the batch_norm"));
-    t = Sample(samples, "relu").target;
-    t.mutable_nodes(0)->add_outputs("v0");
-    t.mutable_nodes(0)->mutable_outputs()->SwapElements(0, 1);
-    t.mutable_nodes(0)->mutable_outputs()->RemoveLast();
-    *t.add_nodes() = t.nodes(0);
-    t.mutable_nodes(1)->mutable_args(0)->set_tensor("v0");
+    // The attention's mul and add alone: three tensor inputs, the elementwise engine reads two.
+    t = Sample(samples, "softmax_attention_chain").target;
+    t.mutable_nodes()->DeleteSubrange(2, t.nodes_size() - 2);
     t.mutable_nodes(1)->set_outputs(0, "out0");
-    EXPECT_THAT(Refusal(t), HasSubstr("this family writes single ops only"));
+    *t.mutable_outputs(0) = t.inputs(0);
+    EXPECT_THAT(Refusal(t), HasSubstr("chain of elementwise nodes whose add reads input 2"));
   }
   {
     v1::Target t = Sample(samples, "relu").target;
@@ -200,9 +198,10 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
     EXPECT_THAT(Refusal(t), HasSubstr("do not split into 3 groups"));
   }
   {
+    // A chain whose second node does not read the first's output: malformed.
     v1::Target t = Sample(samples, "relu").target;
     *t.add_nodes() = t.nodes(0);
-    EXPECT_THAT(Refusal(t), HasSubstr("single ops only"));
+    EXPECT_THAT(Refusal(t), HasSubstr("none of its operands is the value the chain streams"));
   }
 }
 
@@ -385,6 +384,10 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
       {"layer_norm_chain", "// kforge synth: add -> layer_norm -> gelu rows",
        {"ch.base0 = row * cols;", "erff(", "kf_epilogue_apply<V>(p.epi, o);"}},
       {"group_norm_silu_chain", "// kforge synth: group_norm -> silu rows", {"KF_EXP(-a)"}},
+      {"silu_mul_chain", "// kforge synth: silu -> mul elementwise",
+       {"x = kf_stage0(x, 0.f);", "x = kf_stage1(x, b);", "KF_DIV(a, 1.f + KF_EXP(-a))"}},
+      {"add_div_chain", "// kforge synth: add -> div by 1.41421 elementwise",
+       {"x = kf_stage0(x, b);", "x = kf_stage1(x, 0.f);"}},
       {"batch_norm_add_relu",
        "// kforge synth: batch_norm inference -> add -> relu\n",
        {"#define KF_EPILOGUE 1", "kf_epi_load<V>(args, k * V, epi[j]);", "return a + b;"}},

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "common/tensor_signature.h"
 #include "services/proposer/synth/device_code.h"
@@ -77,7 +78,14 @@ struct ElementwiseProblem {
   // (kf_reuse_rows's form), else 0.
   int64_t reuse_inner = 0;
   std::string name;
+  // A chain of elementwise nodes (a --fuse target): kf_op composes their stages, the streamed
+  // value input 0, the one tensor operand among them input 1. Empty for a single op.
+  std::vector<PointwiseStage> chain;
 };
+
+// Whether the op (or a stage of the chain) calls exp, tanh or a division, which fast math
+// replaces with intrinsics.
+bool UsesFastMath(const ElementwiseProblem& p);
 
 // Loads under an L2 evict_last policy (kL2CacheHints), emitted only for keep=1
 // configs: a broadcast input is read again for every output row it spans, and the streamed
@@ -492,7 +500,7 @@ class ElementwiseGenerator : public KernelGenerator {
         {"ilp", {"1", "2", "4"}, "vectors in flight per thread"},
         {"grid", {"oneshot", "stride"}, "one thread per vector group, or num_sms * occupancy blocks"},
     };
-    if (HasTranscendental(p_.op)) {
+    if (UsesFastMath(p_)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf / __fdividef intrinsics"});
     }
     if (p_.reuse_inner > 0) {
@@ -690,9 +698,12 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     // Scalar code pays index math per element; broadcast offsets once per vector.
     double ops_per_elem = 4 + (vec == 1 ? 12 : vec == 2 ? 4 : 1) + p_.broadcast_index_ops / vec;
     const bool fast = c.GetInt("fast_math") == 1;
-    if (HasTranscendental(p_.op)) ops_per_elem += fast ? 6 : 22;
-    if (p_.op == UnaryOp::kGeluErf) ops_per_elem += 12;
-    ops_per_elem += PreciseMathOps(p_.op);
+    if (p_.chain.empty()) {
+      if (HasTranscendental(p_.op)) ops_per_elem += fast ? 6 : 22;
+      if (p_.op == UnaryOp::kGeluErf) ops_per_elem += 12;
+      ops_per_elem += PreciseMathOps(p_.op);
+    }
+    for (const PointwiseStage& stage : p_.chain) ops_per_elem += stage.math_ops;
     LaunchCost launch;
     launch.blocks = grid;
     launch.threads = threads;
@@ -744,8 +755,23 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
     }
     if (Keep(c)) absl::StrAppend(&src, kL2CacheHints, kKeptLoads);
-    absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
-                    OpBody(p_, fast), "\n}\n");
+    if (p_.chain.empty()) {
+      absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
+                      OpBody(p_, fast), "\n}\n");
+    } else {
+      // The chain's stages in turn on the streamed value; the operand is b.
+      std::string steps;
+      for (size_t i = 0; i < p_.chain.size(); ++i) {
+        const PointwiseStage& stage = p_.chain[i];
+        const std::string fn = absl::StrCat("kf_stage", i);
+        src += StageFunction(stage, fn);
+        const char* b = stage.operand >= 0 ? "b" : "0.f";
+        absl::StrAppend(&steps, "  x = ", fn, "(", stage.value_is_b ? b : "x", ", ",
+                        stage.value_is_b ? "x" : b, ");\n");
+      }
+      absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n",
+                      "  float x = a;\n", steps, "  return x;\n}\n");
+    }
     src += FastDivideSource();
     src += BroadcastGroupsSource();
     src += ElementwisePathSource();
@@ -1035,9 +1061,13 @@ class ElementwiseFamily : public Family {
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
+    ElementwiseProblem p;
+    if (target.nodes_size() > 1) {
+      KF_RETURN_IF_ERROR(BindChain(target, p));
+      return MakeGenerator(target, p, gpu);
+    }
     KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
     std::string op = args.OpName();
-    ElementwiseProblem p;
     p.name = op;
     if (!op.empty() && op.back() == '_') {
       // In place: self (input 0, dense like every input here) is the output.
@@ -1056,12 +1086,6 @@ class ElementwiseFamily : public Family {
     } else {
       KF_RETURN_IF_ERROR(BindArithmetic(args, op, p));
     }
-    const v1::TensorSignature& out = args.output(0);
-    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
-    p.out_dtype = out.dtype();
-    p.numel = Numel(out);
-    p.out_tensor = SignatureTensor(out);
-    p.shape_key = CapturedShapeKey(target);
     const OperandNames names(p);
     for (int i = 0; i < p.num_inputs; ++i) {
       std::optional<int> index = args.InputIndex(names[i], i);
@@ -1074,14 +1098,35 @@ class ElementwiseFamily : public Family {
         return absl::UnimplementedError(absl::StrCat(
             target.nodes(0).op(), ": '", names[i], "' must be input ", i, " of the target"));
       }
-      const v1::TensorSignature& in = args.input(i);
-      p.device_scalar[i] = p.num_inputs == 2 && in.dtype() == v1::FLOAT64 && Numel(in) == 1;
       const bool mask = (p.op == UnaryOp::kMaskedFill && i == 1) ||
                         (p.op == UnaryOp::kWhere && i == 0);
-      if (mask && in.dtype() != v1::BOOL) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            op, ": the ", names[i], " has dtype ", DTypeName(in.dtype()), ", not bool"));
+      if (mask && args.input(i).dtype() != v1::BOOL) {
+        return absl::InvalidArgumentError(absl::StrCat(op, ": the ", names[i], " has dtype ",
+                                                       DTypeName(args.input(i).dtype()),
+                                                       ", not bool"));
       }
+    }
+    return MakeGenerator(target, p, gpu);
+  }
+
+ private:
+  // The inputs' signatures, broadcasts and paths, once the op (or chain) is bound.
+  static absl::StatusOr<std::unique_ptr<KernelGenerator>> MakeGenerator(
+      const v1::Target& target, ElementwiseProblem& p, const GpuModel& gpu) {
+    const v1::TensorSignature& out = target.outputs(0);
+    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
+    p.out_dtype = out.dtype();
+    p.numel = Numel(out);
+    p.out_tensor = SignatureTensor(out);
+    p.shape_key = CapturedShapeKey(target);
+    const OperandNames names(p);
+    for (int i = 0; i < p.num_inputs; ++i) {
+      const v1::TensorSignature& in = target.inputs(i);
+      p.device_scalar[i] = p.num_inputs == 2 && in.dtype() == v1::FLOAT64 && Numel(in) == 1;
+      // A bool mask: masked_fill's, where's condition, or a chain's operand of that type.
+      const bool mask = p.chain.empty() ? (p.op == UnaryOp::kMaskedFill && i == 1) ||
+                                              (p.op == UnaryOp::kWhere && i == 0)
+                                        : in.dtype() == v1::BOOL;
       KF_RETURN_IF_ERROR(p.device_scalar[i] || mask ? RequireDense(in, names[i])
                                                     : RequireDenseFloat(in, names[i]));
       if (in.sizes_size() > out.sizes_size()) {
@@ -1105,7 +1150,43 @@ class ElementwiseFamily : public Family {
     p.reuse_inner = ReuseInner(p);
     return std::unique_ptr<KernelGenerator>(std::make_unique<ElementwiseGenerator>(p, gpu));
   }
+
+  // A chain of elementwise nodes as one kernel: its stages in turn on input 0, with at most
+  // one tensor operand among them (input 1), as the engine reads two inputs.
+  static absl::Status BindChain(const v1::Target& target, ElementwiseProblem& p) {
+    v1::DType dtype = target.inputs_size() > 0 ? target.inputs(0).dtype() : v1::FLOAT32;
+    std::vector<std::string> names;
+    for (int i = 0; i < target.nodes_size(); ++i) {
+      KF_ASSIGN_OR_RETURN(PointwiseStage stage, BindPointwiseStage(target, i, dtype));
+      dtype = stage.value_dtype;
+      if (stage.operand > 1 || (stage.operand == 0 && i > 0)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "a chain of elementwise nodes whose ", stage.name, " reads input ", stage.operand,
+            ": the family reads the streamed value and one operand (inputs 0 and 1)"));
+      }
+      names.push_back(stage.name);
+      p.chain.push_back(std::move(stage));
+    }
+    p.num_inputs = target.inputs_size();
+    if (p.num_inputs < 1 || p.num_inputs > 2) {
+      return absl::UnimplementedError(absl::StrCat(
+          "a chain of elementwise nodes with ", p.num_inputs,
+          " tensor inputs; the family reads one or two"));
+    }
+    p.name = absl::StrJoin(names, " -> ");
+    return absl::OkStatus();
+  }
 };
+
+bool UsesFastMath(const ElementwiseProblem& p) {
+  if (p.chain.empty()) return HasTranscendental(p.op);
+  for (const PointwiseStage& stage : p.chain) {
+    for (const char* macro : {"KF_EXP", "KF_TANH", "KF_DIV"}) {
+      if (stage.body.find(macro) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace
 

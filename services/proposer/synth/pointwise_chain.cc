@@ -108,6 +108,15 @@ absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, in
   return chain;
 }
 
+std::string StageFunction(const PointwiseStage& stage, const std::string& name) {
+  // The body may round to its value's type (clamp's bounds) through TO.
+  const bool uses_to = stage.body.find("TO") != std::string::npos;
+  return absl::StrCat(
+      "// ", stage.name, "\n__device__ __forceinline__ float ", name, "(float a, float b) {\n",
+      uses_to ? absl::StrCat("  typedef ", CudaType(stage.value_dtype), " TO;\n") : "", "  ",
+      stage.body, "\n}\n");
+}
+
 std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* prefix,
                                      const char* ops_type, const char* load,
                                      const char* apply) const {
@@ -115,14 +124,7 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
   for (size_t s = 0; s < side.size(); ++s) {
     const Part& part = side[s];
     const std::string fn = absl::StrCat("kf_", prefix, s);
-    // The body may round to its value's type (clamp's bounds) through TO.
-    const bool uses_to = part.stage.body.find("TO") != std::string::npos;
-    absl::StrAppend(&fns, "// ", part.stage.name, "\n__device__ __forceinline__ float ", fn,
-                    "(float a, float b) {\n",
-                    uses_to ? absl::StrCat("  typedef ", CudaType(part.stage.value_dtype),
-                                           " TO;\n")
-                            : "",
-                    "  ", part.stage.body, "\n}\n");
+    fns += StageFunction(part.stage, fn);
     std::string b = "0.f";
     if (part.operand >= 0) {
       const ChainOperand& op = operands_[part.operand];

@@ -32,6 +32,10 @@ struct PointwiseStage {
 absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int index,
                                                   v1::DType value_dtype);
 
+// `__device__ float name(float a, float b)` computing `stage` (its value's type is TO inside,
+// for the bodies that round to it).
+std::string StageFunction(const PointwiseStage& stage, const std::string& name);
+
 // How a stage's operand is read at element e of the value.
 enum class OperandLayout {
   kOne,   // one element: every e reads it
