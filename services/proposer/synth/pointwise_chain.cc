@@ -2,7 +2,6 @@
 #include "services/proposer/synth/pointwise_chain.h"
 
 #include <algorithm>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -52,8 +51,8 @@ absl::StatusOr<OperandLayout> Layout(const v1::TensorSignature& operand,
   if (trailing && row_cols > 0 && n % row_cols == 0) return OperandLayout::kRows;
   return absl::UnimplementedError(absl::StrCat(
       what, " ", SizesText(operand), " broadcasts over the value ", SizesText(value),
-      " in a way chains do not read: an operand must be one element, the value's shape, or ",
-      row_cols > 0 ? "whole rows repeated over the leading dims" : "nothing else here",
+      " in a way chains do not read: an operand must be one element, the value's shape",
+      row_cols > 0 ? ", or whole rows repeated over the leading dims" : "",
       " (an LLM proposer can write the chain)"));
 }
 
