@@ -83,10 +83,6 @@ struct ElementwiseProblem {
   std::vector<PointwiseStage> chain;
 };
 
-// Whether the op (or a stage of the chain) calls exp, tanh or a division, which fast math
-// replaces with intrinsics.
-bool UsesFastMath(const ElementwiseProblem& p);
-
 // Loads under an L2 evict_last policy (kL2CacheHints), emitted only for keep=1
 // configs: a broadcast input is read again for every output row it spans, and the streamed
 // operands passing between two reads would otherwise evict it (Inductor marks such loads
@@ -489,6 +485,18 @@ double PreciseMathOps(UnaryOp op) {
 bool HasTranscendental(UnaryOp op) {
   return op == UnaryOp::kGeluTanh || op == UnaryOp::kSilu || op == UnaryOp::kSigmoid ||
          op == UnaryOp::kTanh || op == UnaryOp::kExp;
+}
+
+// Whether the op (or a stage of the chain) calls exp, tanh or a division, which fast math
+// replaces with intrinsics.
+bool UsesFastMath(const ElementwiseProblem& p) {
+  if (p.chain.empty()) return HasTranscendental(p.op);
+  for (const PointwiseStage& stage : p.chain) {
+    for (const char* macro : {"KF_EXP", "KF_TANH", "KF_DIV"}) {
+      if (stage.body.find(macro) != std::string::npos) return true;
+    }
+  }
+  return false;
 }
 
 class ElementwiseGenerator : public KernelGenerator {
@@ -1177,16 +1185,6 @@ class ElementwiseFamily : public Family {
     return absl::OkStatus();
   }
 };
-
-bool UsesFastMath(const ElementwiseProblem& p) {
-  if (p.chain.empty()) return HasTranscendental(p.op);
-  for (const PointwiseStage& stage : p.chain) {
-    for (const char* macro : {"KF_EXP", "KF_TANH", "KF_DIV"}) {
-      if (stage.body.find(macro) != std::string::npos) return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
