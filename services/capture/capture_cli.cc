@@ -106,9 +106,10 @@ void RegisterCaptureCommands(CLI::App& app, FamilyLookup family) {
       ->capture_default_str();
   cmd->add_option("--top", flags->options.top_k, "targets to keep, by time")->capture_default_str();
   cmd->add_option("--name", flags->options.model_name, "model name in the reports");
-  cmd->add_flag("--fuse", flags->options.fuse,
+  cmd->add_flag("--fuse,!--no-fuse", flags->options.fuse,
                 "chains of ops (an elementwise prologue or epilogue around at most one row-wise "
-                "or normalization op, each output used only by the next) become targets too");
+                "or normalization op, each output used only by the next) become targets too "
+                "(default on; --no-fuse: single ops only)");
   cmd->add_flag("--json", flags->json, "print the OperatorProfile as JSON");
   cmd->add_option("--out", flags->out,
                   "write profile.json, graph.json, summary.txt and targets/<id>/ here");

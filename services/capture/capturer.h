@@ -34,9 +34,9 @@ struct CaptureOptions {
   std::vector<std::string> ops;
   // Chains of nodes (each one's output used only by the next, every node of a synthesizer
   // family, at most one not elementwise) become targets of their own, and their calls leave
-  // their ops' targets. Off by default: the synthesizer does not write chains yet (an LLM
-  // proposer does).
-  bool fuse = false;
+  // their ops' targets. On by default: every example model ran faster end to end with its
+  // chains as one kernel each (docs/benchmarks/2026-12-03-h200-chain-kernels.md).
+  bool fuse = true;
   // The captured inputs of one target larger than this are not kept (a note says so).
   int64_t max_target_input_bytes = int64_t{256} << 20;
 };

@@ -116,6 +116,11 @@ void RunOptimizeCommand(OptimizeFlags& flags) {
   if (absl::Status s = ParseOps(flags.ops, &options.ops); !s.ok()) {
     return Fail(kExitBadInput, std::string(s.message()));
   }
+  if (options.stop_near_floor != 0 && options.stop_near_floor < 1) {
+    return Fail(kExitBadInput, absl::StrCat("--stop-near-floor ", options.stop_near_floor,
+                                            ": a factor of at least 1 (1.03: within 3% of the "
+                                            "floor), or 0 to spend every iteration"));
+  }
   if (flags.max_target_mib <= 0) {
     return Fail(kExitBadInput, "--max-target-mib must be positive");
   }
@@ -215,16 +220,20 @@ void RegisterOptimizeCommands(CLI::App& app, OptimizeExportHook export_hook) {
   cmd->add_option("--ops", flags->ops,
                   "only targets of these ops, e.g. softmax,aten::group_norm (--top applies "
                   "among them)");
-  cmd->add_flag("--fuse", o.fuse,
+  cmd->add_flag("--fuse,!--no-fuse", o.fuse,
                 "chains of ops (an elementwise prologue or epilogue around at most one row-wise "
                 "or normalization op, each output used only by the next) become targets, their "
-                "calls leaving their ops' targets; the synthesizer refuses chains for now (an "
-                "LLM proposer writes them)");
+                "calls leaving their ops' targets (default on; --no-fuse: single ops only)");
   cmd->add_option("--max-target-mib", flags->max_target_mib,
                   "captured inputs of one target above this many MiB are not kept, and the "
                   "target is not searched (a Redis store holds at most 512 MiB per value)")
       ->capture_default_str();
   cmd->add_option("--iterations", o.iterations, "evaluations per target")->capture_default_str();
+  cmd->add_option("--stop-near-floor", o.stop_near_floor,
+                  "a target stops once its best kernel is within this factor of its floor (the "
+                  "bytes it moves at the GPU's measured copy bandwidth); 0: it spends every "
+                  "iteration")
+      ->capture_default_str();
   cmd->add_option("--time-budget", flags->time_budget,
                   "wall time of the search, e.g. 30m, 1h30m, 900 (seconds); default none");
   cmd->add_option("--proposer", o.proposer, "synth (built in), openai or anthropic")

@@ -12,9 +12,9 @@
 # unmatched, chained: make_small_model.py (a softmax whose dim is not a graph constant: its export
 #   has nothing to rewrite; two chained softmax nodes); the known-correct row softmax of
 #   tests/gpu/kernels is marked validated.
-# fused: tests/capture/make_chain_model.py captured with --fuse; its chain
-#   softmax(x * 0.125 + mask) gets the hand-written tests/gpu/kernels/masked_softmax_chain.cu
-#   (the synthesizer does not write chains), marked validated.
+# fused: tests/capture/make_chain_model.py, its chain softmax(x * 0.125 + mask) a target of its
+#   own (the others are captured with --no-fuse: single ops), gets the hand-written
+#   tests/gpu/kernels/masked_softmax_chain.cu (a fixed, known-correct source), marked validated.
 # Writes OUT_DIR/{model/, run/, target_ids, export.json or export.err, export.rc}.
 set -euo pipefail
 BIN=$1 PY=$2 SRC=$3 REPO=$4 OUT=$5 NAME=$6
@@ -37,12 +37,12 @@ case $NAME in
     TOP=2 SELECT=() ;;
   fused)
     "$PY" "$REPO/tests/capture/make_chain_model.py" "$OUT/model" > "$OUT/kforge-export.log" 2>&1
-    TOP="6 --fuse" SELECT=() ;;
+    TOP=6 FUSE=--fuse SELECT=() ;;
   *) echo "unknown fixture model $NAME"; exit 2 ;;
 esac
 set +e
 "$BIN/kforge" optimize "$OUT/model/model.pt" --inputs "$OUT/model/inputs.pt" --out "$OUT/run" \
-  --device cpu --top $TOP --iterations 1 --seed 1 > "$OUT/optimize.log" 2>&1
+  --device cpu --top $TOP "${FUSE:---no-fuse}" --iterations 1 --seed 1 > "$OUT/optimize.log" 2>&1
 rc=$?
 set -e
 if [[ $rc != 3 ]]; then

@@ -149,8 +149,9 @@ TEST(SearchDriverTest, StopsATargetNearItsFloorAndSpendsTheRestElsewhere) {
   GridProposerForTests proposer;
   SimulatedRunnerForTests runner;
   SearchDriver driver(proposer, runner, Options(5, 80));
-  // Both peak at 3x. "near": floor 1/2.5 of eager, so any kernel >= 2.5/1.1 = 2.27x stops it.
-  ASSERT_TRUE(driver.AddTarget(MakeTarget("near", 0.5, 1e-4, 4e-5)).ok());
+  // Both peak at 3x. "near": floor 1/2.3 of eager, so any kernel >= 2.3/1.03 = 2.23x stops it
+  // (the default factor).
+  ASSERT_TRUE(driver.AddTarget(MakeTarget("near", 0.5, 1e-4, 1e-4 / 2.3)).ok());
   ASSERT_TRUE(driver.AddTarget(MakeTarget("far", 0.3, 1e-4, 1e-6)).ok());
   std::map<size_t, StopReason> stopped;  // one stop event per target
   driver.OnProgress([&stopped](const SearchEvent& e) {
@@ -165,7 +166,7 @@ TEST(SearchDriverTest, StopsATargetNearItsFloorAndSpendsTheRestElsewhere) {
   EXPECT_EQ(near.stop_reason, StopReason::kNearFloor);
   EXPECT_TRUE(near.progress.stopped_near_floor());
   EXPECT_LT(near.progress.iterations(), 80);
-  EXPECT_GE(near.search_best_speedup, 2.5 / 1.1);
+  EXPECT_GE(near.search_best_speedup, 2.3 / SchedulerOptions{}.near_floor_factor);
   EXPECT_EQ(far.stop_reason, StopReason::kIterationBudget);
   EXPECT_FALSE(far.progress.stopped_near_floor());
   EXPECT_EQ(far.progress.iterations(), 80);

@@ -72,6 +72,10 @@ TEST(TargetSchedulerTest, StopsATargetNearItsFloor) {
   EXPECT_EQ(scheduler.Pick({near}), std::nullopt);
   // Without a known floor the search never claims to be near it.
   EXPECT_FALSE(scheduler.NearFloor(Status(0.9, 50.0, 5)));
+  // A factor of 0 (kforge optimize --stop-near-floor 0) spends every iteration, even at the floor.
+  TargetScheduler never(SchedulerOptions{.near_floor_factor = 0});
+  EXPECT_FALSE(never.NearFloor(Status(0.9, 3.4, 5, 1e-4, 3e-5)));
+  EXPECT_EQ(never.StopReasonFor(Status(0.9, 3.4, 5, 1e-4, 3e-5)), StopReason::kNone);
 }
 
 TEST(TargetSchedulerTest, RespectsIterationBudgetInFlightCapAndFinishedTargets) {

@@ -16,7 +16,8 @@
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
 #   KFORGE_GPU_OPTIMIZE_OPS=aten::relu_,...  only targets of these ops (kforge optimize --ops)
-#   KFORGE_GPU_OPTIMIZE_FUSE=1               chains of ops as targets too (kforge optimize --fuse)
+#   KFORGE_GPU_OPTIMIZE_FUSE=0               single ops only (kforge optimize --no-fuse)
+#   KFORGE_GPU_OPTIMIZE_STOP_NEAR_FLOOR=F     kforge optimize --stop-near-floor F
 #   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
 #   KFORGE_GPU_OPTIMIZE_LANES=N              models run N at a time, each lane on a GPU of its
 #                                            own (default: one lane per GPU, or 1 with
@@ -49,12 +50,15 @@ MODELS=(
   "gemma3|examples/gemma3.py:make|seq=2048 dtype=bfloat16|softmax:1"
   "sd_vae|examples/sd_vae.py:make|size=512|group_norm:1"
 )
+SEARCH_FLAGS=${KFORGE_GPU_OPTIMIZE_OPS:+ --ops $KFORGE_GPU_OPTIMIZE_OPS}
+SEARCH_FLAGS+=${KFORGE_GPU_OPTIMIZE_STOP_NEAR_FLOOR:+ --stop-near-floor $KFORGE_GPU_OPTIMIZE_STOP_NEAR_FLOOR}
+[[ ${KFORGE_GPU_OPTIMIZE_FUSE:-1} == 0 ]] && SEARCH_FLAGS+=" --no-fuse"
 rc=0
 jobs=()
 for entry in "${MODELS[@]}"; do
   IFS='|' read -r name factory kwargs paper <<<"$entry"
   [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
-  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS${KFORGE_GPU_OPTIMIZE_OPS:+ --ops $KFORGE_GPU_OPTIMIZE_OPS}${KFORGE_GPU_OPTIMIZE_FUSE:+ --fuse}")
+  jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS$SEARCH_FLAGS")
   [[ -n $paper && ${KFORGE_GPU_PAPER:-1} != 0 ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
 

@@ -559,6 +559,7 @@ absl::StatusOr<OptimizeResult> RunOptimize(const OptimizeOptions& o, ProgressDis
   driver_options.time_budget_s = o.time_budget_s;
   driver_options.search = search;
   driver_options.scheduler.iterations_per_target = o.iterations;
+  driver_options.scheduler.near_floor_factor = o.stop_near_floor;
   driver_options.propose = context;
   SearchDriver driver(*proposer, runner, driver_options);
   std::vector<int> completed;

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "services/coordinator/embedded/optimize_report.h"
 #include "services/coordinator/embedded/progress_display.h"
+#include "services/coordinator/search/target_scheduler.h"
 #include "services/proposer/llm/llm_options.h"
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator.h"
@@ -30,10 +31,12 @@ struct OptimizeOptions {
   int top_k = 5;                   // targets searched
   // Only targets of these ops ("aten::softmax"); empty: any op.
   std::vector<std::string> ops;
-  bool fuse = false;  // chains of nodes as targets too (CaptureOptions::fuse)
+  bool fuse = true;  // chains of nodes as targets too (CaptureOptions::fuse)
   // Captured inputs of one target above this are not kept (and the target is not searched).
   int64_t max_target_input_bytes = int64_t{1} << 30;
   int iterations = 64;             // evaluations per target
+  // A target stops when its best time is within this factor of its floor; 0: never.
+  double stop_near_floor = SchedulerOptions{}.near_floor_factor;
   double time_budget_s = 0;        // wall time of the search; 0: none
   std::string proposer = "synth";  // "synth", "openai", "anthropic"
   std::vector<int> gpus;           // local GPU indices; empty: all
