@@ -58,11 +58,16 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
   // The capture.
   nlohmann::json profile = ReadJson(out / "profile.json");
   ASSERT_TRUE(profile.is_object()) << ReadText(out / "profile.json");
+  // By default a chain is a target of its own: layer_norm -> relu is one, its calls leaving the
+  // single ops' targets.
   std::set<std::string> captured_ops;
-  for (const auto& t : profile["targets"]) captured_ops.insert(t["nodes"][0]["op"]);
-  EXPECT_TRUE(captured_ops.count("aten::softmax")) << profile["targets"].dump();
-  EXPECT_TRUE(captured_ops.count("aten::layer_norm"));
-  EXPECT_TRUE(captured_ops.count("aten::relu"));
+  for (const auto& t : profile["targets"]) {
+    std::string chain;
+    for (const auto& n : t["nodes"]) chain += (chain.empty() ? "" : " -> ") + n["op"].get<std::string>();
+    captured_ops.insert(chain);
+  }
+  EXPECT_EQ(captured_ops, (std::set<std::string>{"aten::softmax", "aten::layer_norm -> aten::relu"}))
+      << profile["targets"].dump();
   EXPECT_TRUE(fs::exists(out / "capture" / "graph.json"));
   EXPECT_TRUE(fs::exists(out / "run.json"));
 
@@ -71,7 +76,7 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
   ASSERT_TRUE(report.is_object()) << ReadText(out / "report.json");
   EXPECT_EQ(report["status"], "no_gpu");
   EXPECT_EQ(report["capture_device"], "cpu");
-  ASSERT_EQ(report["targets"].size(), 3u) << report.dump(2);
+  ASSERT_EQ(report["targets"].size(), 2u) << report.dump(2);
   std::set<std::string> ops;
   int proposed = 0, compiled_ok = 0;
   std::map<std::string, std::string> trees;
@@ -98,7 +103,7 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
     for (int i = 1; i < state.nodes_size(); ++i) EXPECT_TRUE(state.nodes(i).pending());
     trees[tree_path.string()] = ReadText(tree_path);
   }
-  EXPECT_EQ(ops, (std::set<std::string>{"aten::softmax", "aten::layer_norm", "aten::relu"}));
+  EXPECT_EQ(ops, captured_ops);
   EXPECT_NE(line.find("proposed and compiled " + std::to_string(proposed) + " candidates (" +
                       std::to_string(compiled_ok) + " compiled cleanly)"),
             std::string::npos)
@@ -127,14 +132,20 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
 }
 
 TEST_F(OptimizeCpuTest, OpsPicksTheTargetsOfTheNamedOpsOnly) {
-  const fs::path out = tmp_ / "ops";
-  CommandResult r = RunCommand(
-      Optimize(out, "--device cpu --top 3 --iterations 2 --seed 7 --ops layer_norm"), tmp_.path());
-  ASSERT_EQ(r.exit_code, 3) << r.err << r.out;
-  nlohmann::json report = ReadJson(out / "report.json");
-  ASSERT_TRUE(report.is_object()) << ReadText(out / "report.json");
-  ASSERT_EQ(report["targets"].size(), 1u) << report.dump(2);
-  EXPECT_EQ(report["targets"][0]["op"], "aten::layer_norm");
+  // A chain qualifies when any of its nodes does; with --no-fuse the op's own target is picked.
+  for (const auto& [flags, op] : {std::pair{"", "aten::layer_norm -> aten::relu"},
+                                  std::pair{" --no-fuse", "aten::layer_norm"}}) {
+    const fs::path out = tmp_ / (std::string("ops") + flags);
+    CommandResult r = RunCommand(
+        Optimize(out, std::string("--device cpu --top 3 --iterations 2 --seed 7 --ops layer_norm") +
+                          flags),
+        tmp_.path());
+    ASSERT_EQ(r.exit_code, 3) << r.err << r.out;
+    nlohmann::json report = ReadJson(out / "report.json");
+    ASSERT_TRUE(report.is_object()) << ReadText(out / "report.json");
+    ASSERT_EQ(report["targets"].size(), 1u) << report.dump(2);
+    EXPECT_EQ(report["targets"][0]["op"], op) << flags;
+  }
 
   // An op the model does not run: one line naming the flag and the ops it does run.
   CommandResult none = RunCommand(

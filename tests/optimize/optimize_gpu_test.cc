@@ -38,7 +38,8 @@ TEST(OptimizeGpuTest, FindsAPassingKernelPerTargetAndWritesTheReport) {
   ASSERT_TRUE(report.is_object());
   EXPECT_EQ(report["status"], "complete");
   EXPECT_FALSE(report["gpu"].get<std::string>().empty());
-  ASSERT_EQ(report["targets"].size(), 3u) << report.dump(2);
+  // softmax, and the chain layer_norm -> relu (a target of its own by default).
+  ASSERT_EQ(report["targets"].size(), 2u) << report.dump(2);
   std::map<std::string, int> iterations;
   for (const auto& t : report["targets"]) {
     SCOPED_TRACE(t.dump(2));

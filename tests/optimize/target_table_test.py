@@ -48,8 +48,10 @@ def main():
         run([py, os.path.join(args.repo, "tests", "optimize", "make_tiny_model.py"),
              "model", "cpu"], tmp)
         out = os.path.join(tmp, "run")
+        # Single ops (--no-fuse): three targets, one per op; a chain's row is checked below.
         run([args.kforge, "optimize", "model/model.pt", "--inputs", "model/inputs.pt", "--out",
-             out, "--device", "cpu", "--top", "3", "--iterations", "4", "--seed", "7"], tmp, 3)
+             out, "--device", "cpu", "--top", "3", "--iterations", "4", "--seed", "7",
+             "--no-fuse"], tmp, 3)
         with open(os.path.join(out, "report.json")) as f:
             report = json.load(f)
         ids = [t["target_id"] for t in report["targets"]]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Test fixture (ctest FIXTURES_SETUP runtime_bundle): a bundle exported from an honest CPU run.
 #   make_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR OUT_DIR
-# 1. the model of make_runtime_model.py; 2. `kforge optimize --device cpu` (captures, proposes
-# and compiles; exit 3: no GPU), kept as run_cpu_only/; 3. simulate_validated_run marks
+# 1. the model of make_runtime_model.py; 2. `kforge optimize --device cpu --no-fuse` (captures
+# single ops, proposes and compiles; exit 3: no GPU), kept as run_cpu_only/; 3. simulate_validated_run marks
 # tests/gpu/kernels/softmax_two_launches.cu — a known-correct row softmax in two launches, the
 # second early_start, through scratch — as the validated winner of the softmax(dim=-1) target
 # (SimulatedValidation: nothing measured); 4. `kforge export`.
@@ -14,7 +14,7 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 "$PY" "$SRC/make_runtime_model.py" "$OUT/model"
 set +e
 "$BIN/kforge" optimize "$OUT/model/model.pt" --inputs "$OUT/model/inputs.pt" --out "$OUT/run" \
-  --device cpu --top 4 --seed 1 > "$OUT/optimize.log" 2>&1
+  --device cpu --top 4 --seed 1 --no-fuse > "$OUT/optimize.log" 2>&1
 rc=$?
 set -e
 if [[ $rc != 3 ]]; then
