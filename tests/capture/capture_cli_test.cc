@@ -124,8 +124,10 @@ TEST(CaptureCli, ResNet50OpTableGraphAndTargets) {
     EXPECT_LE(t["share"].get<double>(), last_share);
     last_share = t["share"].get<double>();
     EXPECT_GT(std::stoll(t["min_bytes_moved"].get<std::string>()), 0);
-    ASSERT_EQ(t["nodes"].size(), 1u);
-    // The synthesizer covers batch_norm and pooling; no family covers convolutions.
+    // One op, or a chain led by one (by default; on the GPU batch_norm -> add_ -> relu_ is
+    // among the hottest), whose family is its anchor's. The synthesizer covers batch_norm and
+    // pooling; no family covers convolutions.
+    ASSERT_GE(t["nodes"].size(), 1u);
     const std::string op = t["nodes"][0]["op"];
     if (op == "aten::_convolution") {
       EXPECT_EQ(t["family"], "") << op;
