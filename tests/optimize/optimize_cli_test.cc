@@ -63,10 +63,12 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
   std::set<std::string> captured_ops;
   for (const auto& t : profile["targets"]) {
     std::string chain;
-    for (const auto& n : t["nodes"]) chain += (chain.empty() ? "" : " -> ") + n["op"].get<std::string>();
+    for (const auto& n : t["nodes"])
+      chain += (chain.empty() ? "" : " -> ") + n["op"].get<std::string>();
     captured_ops.insert(chain);
   }
-  EXPECT_EQ(captured_ops, (std::set<std::string>{"aten::softmax", "aten::layer_norm -> aten::relu"}))
+  EXPECT_EQ(captured_ops,
+            (std::set<std::string>{"aten::softmax", "aten::layer_norm -> aten::relu"}))
       << profile["targets"].dump();
   EXPECT_TRUE(fs::exists(out / "capture" / "graph.json"));
   EXPECT_TRUE(fs::exists(out / "run.json"));
@@ -148,8 +150,8 @@ TEST_F(OptimizeCpuTest, OpsPicksTheTargetsOfTheNamedOpsOnly) {
   }
 
   // An op the model does not run: one line naming the flag and the ops it does run.
-  CommandResult none = RunCommand(
-      Optimize(tmp_ / "ops2", "--device cpu --ops aten::group_norm"), tmp_.path());
+  CommandResult none =
+      RunCommand(Optimize(tmp_ / "ops2", "--device cpu --ops aten::group_norm"), tmp_.path());
   EXPECT_EQ(none.exit_code, 2) << none.err;
   const std::string last = LastLine(none.err);
   EXPECT_NE(last.find("--ops aten::group_norm: no such op ran"), std::string::npos) << none.err;

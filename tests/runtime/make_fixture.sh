@@ -2,10 +2,10 @@
 # Test fixture (ctest FIXTURES_SETUP runtime_bundle): a bundle exported from an honest CPU run.
 #   make_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR OUT_DIR
 # 1. the model of make_runtime_model.py; 2. `kforge optimize --device cpu --no-fuse` (captures
-# single ops, proposes and compiles; exit 3: no GPU), kept as run_cpu_only/; 3. simulate_validated_run marks
-# tests/gpu/kernels/softmax_two_launches.cu — a known-correct row softmax in two launches, the
-# second early_start, through scratch — as the validated winner of the softmax(dim=-1) target
-# (SimulatedValidation: nothing measured); 4. `kforge export`.
+# single ops, proposes and compiles; exit 3: no GPU), kept as run_cpu_only/;
+# 3. simulate_validated_run marks tests/gpu/kernels/softmax_two_launches.cu — a known-correct
+# row softmax in two launches, the second early_start, through scratch — as the validated winner
+# of the softmax(dim=-1) target (SimulatedValidation: nothing measured); 4. `kforge export`.
 set -euo pipefail
 BIN=$1 PY=$2 SRC=$3 OUT=$4
 [[ -x $PY ]] || PY=python3
