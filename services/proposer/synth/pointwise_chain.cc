@@ -160,8 +160,10 @@ std::string PointwiseChain::DeviceCode() const {
     f64 |= op.dtype == v1::FLOAT64;
     bytes |= op.dtype == v1::BOOL;
     absl::StrAppend(&members, "  const ", type, "* p", k, ";\n");
-    absl::StrAppend(&init, "  ch.p", k, " = reinterpret_cast<const ", type, "*>(args.inputs[",
-                    op.input, "].data);\n");
+    // The pointer from KfArgs::data, beside the shape key, where the engines read their own:
+    // inputs[i].data would be one more constant-cache line per operand (kforge_device.h).
+    absl::StrAppend(&init, "  ch.p", k, " = reinterpret_cast<const ", type, "*>(args.data[",
+                    op.input, "]);\n");
     if (op.layout == OperandLayout::kFlat) {
       absl::StrAppend(&members, "  kf_i64 base", k, ";\n");
       absl::StrAppend(&init, "  ch.base", k, " = row * cols;\n");
