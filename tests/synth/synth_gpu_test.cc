@@ -3,8 +3,11 @@
 // worker's full validation (captured + random input sets, held-out shape, poisoned outputs,
 // input hashing, determinism, canaries) through the real Compiler and Evaluator.
 #include <ATen/ATen.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/randn.h>
+#include <ATen/ops/zeros.h>
 
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -23,12 +26,37 @@ namespace {
 
 constexpr int kRandomConfigsPerTarget = 2;
 
-// One real-looking call: normal inputs, positive running variances, weights near 1.
+// A causal mask as language models build it: 0 where a key is at or before its query (the
+// last two dims), the dtype's lowest value elsewhere, so that the softmax after it takes exps
+// of values near the float range's end (a shifted exp that overflows there fails here).
+at::Tensor CausalMask(const std::vector<int64_t>& sizes, at::ScalarType dtype) {
+  float lowest = std::numeric_limits<float>::lowest();
+  if (dtype == at::kHalf) lowest = std::numeric_limits<c10::Half>::lowest();
+  if (dtype == at::kBFloat16) lowest = std::numeric_limits<c10::BFloat16>::lowest();
+  const int64_t queries = sizes[sizes.size() - 2], keys = sizes.back();
+  at::Tensor query = at::arange(queries).reshape({queries, 1});
+  at::Tensor key = at::arange(keys).reshape({1, keys}) - (keys - queries);
+  return at::zeros({queries, keys}, dtype).masked_fill(key.gt(query), lowest).expand(sizes)
+      .contiguous();
+}
+
+// One real-looking call: normal inputs, positive running variances, weights near 1, and a
+// causal mask for the mask a chain adds before its softmax.
 std::string CapturedInputs(const v1::Target& target) {
   std::map<std::string, std::string> arg_of;
   for (const v1::Argument& arg : target.nodes(0).args()) {
     if (arg.kind_case() == v1::Argument::kTensor) arg_of[arg.tensor()] = arg.name();
   }
+  bool softmax = false;
+  std::string mask;  // the input an add of the chain takes as its `other`
+  for (const v1::SubgraphNode& node : target.nodes()) {
+    softmax = softmax || node.op() == "aten::softmax";
+    if (node.op() != "aten::add") continue;
+    for (const v1::Argument& arg : node.args()) {
+      if (arg.kind_case() == v1::Argument::kTensor && arg.name() == "other") mask = arg.tensor();
+    }
+  }
+  if (!softmax) mask.clear();
   std::vector<NamedTensor> tensors;
   for (int i = 0; i < target.inputs_size(); ++i) {
     const v1::TensorSignature& sig = target.inputs(i);
@@ -39,6 +67,10 @@ std::string CapturedInputs(const v1::Target& target) {
       for (size_t d = 0; d < sizes.size(); ++d) span += (sizes[d] - 1) * strides[d];
       at::Tensor base = at::randn({span}).to(ToScalarType(sig.dtype()));
       tensors.push_back({target.input_names(i), base.as_strided(sizes, strides)});
+      continue;
+    }
+    if (target.input_names(i) == mask && sizes.size() >= 2) {
+      tensors.push_back({mask, CausalMask(sizes, ToScalarType(sig.dtype()))});
       continue;
     }
     at::Tensor t = at::randn(sizes);
@@ -180,6 +212,18 @@ TEST_F(SynthGpuTest, StreamSplitsPassFullValidation) {
 // change the row length and leave a last row group short.
 TEST_F(SynthGpuTest, RowReuseConfigsPassFullValidation) {
   EXPECT_GE(ExpectConfigsWithParamPass("reuse", ""), 4);
+}
+
+// Rows walked by the row of a chain operand they share (row_order=operand, an attention
+// mask over heads), on a causal mask: the held-out shapes change the heads and the rows.
+TEST_F(SynthGpuTest, OperandRowOrderConfigsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("row_order", "operand"), 4);
+}
+
+// Rows held in registers after the chain's prologue (cache=regs), a two-pass softmax's exps
+// kept there for its output pass.
+TEST_F(SynthGpuTest, RegisterCacheConfigsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("cache", "regs"), 10);
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {

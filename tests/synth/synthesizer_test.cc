@@ -415,6 +415,69 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
   EXPECT_THAT(plain->source, Not(HasSubstr("KfChain")));
 }
 
+// A chain operand whose rows the value repeats (attention's mask over batches and heads) gives
+// the row engine a choice of row order: the rows reading one mask row side by side, or in order.
+// Only unsplit rows take it, and a chain without such an operand has no such choice.
+TEST(SynthesizerTest, RowsThatShareAMaskRowCanBeNeighbours) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  auto attention = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  ASSERT_NE(attention, nullptr);
+  const Config operand = attention->Canonicalize(*attention->Space().Parse(
+      "row_threads=32;rows_per_block=8;vec=8;algo=online;cache=smem;reg_cache=8;split=1;"
+      "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=operand"));
+  ASSERT_EQ(attention->Check(operand), "");
+  auto kernel = attention->Generate(operand);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("return args.inputs[2].numel / max(cols, (kf_i64)1);"));
+  EXPECT_THAT(kernel->source,
+              HasSubstr("const kf_i64 row = kf_value_row(args, rb * KF_RPB + rib, rows, cols);"));
+  Config linear = operand;
+  linear.Set("row_order", "linear");
+  auto in_order = attention->Generate(linear);
+  ASSERT_TRUE(in_order.ok()) << in_order.status();
+  EXPECT_THAT(in_order->source, Not(HasSubstr("kf_value_row")));
+  Config split = operand;
+  split.SetInt("split", 2);
+  EXPECT_EQ(attention->Canonicalize(split).Get("row_order"), "linear");
+
+  auto layer_norm = testing::BindForTest(Sample(samples, "layer_norm_chain").target);
+  ASSERT_NE(layer_norm, nullptr);
+  EXPECT_EQ(layer_norm->Space().Find("row_order"), nullptr);
+  EXPECT_NE(attention->Space().Find("row_order"), nullptr);
+}
+
+// A register cache holds the values after the chain's prologue, and a two-pass softmax leaves
+// exp(x - max) there: its output pass multiplies, loading no mask and taking no exp again.
+TEST(SynthesizerTest, ARegisterCacheHoldsValuesAfterThePrologue) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  auto attention = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  ASSERT_NE(attention, nullptr);
+  const Config regs = attention->Canonicalize(*attention->Space().Parse(
+      "row_threads=32;rows_per_block=4;vec=8;algo=two_pass;cache=regs;reg_cache=8;split=1;"
+      "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=linear"));
+  ASSERT_EQ(attention->Check(regs), "");
+  auto kernel = attention->Generate(regs);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, Not(HasSubstr("#error")));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_prologue_apply<V>(pro, v);\n}"));  // kf_cache_in
+  EXPECT_THAT(kernel->source, HasSubstr("v[i] = KF_EXP(v[i] - ctx.a);"));
+  EXPECT_THAT(kernel->source, HasSubstr("o[i] = v[i] * ctx.b;"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);"));
+  // One pass: the online statistics keep their exps; the output pass takes its own.
+  Config online = regs;
+  online.Set("algo", "online");
+  auto one_pass = attention->Generate(online);
+  ASSERT_TRUE(one_pass.ok()) << one_pass.status();
+  EXPECT_THAT(one_pass->source, HasSubstr("kf_cached_add<0, V>(s, v, c, ctx);"));
+  EXPECT_THAT(one_pass->source, Not(HasSubstr("o[i] = v[i] * ctx.b;")));
+  // Other caches carry none of it.
+  Config smem = regs;
+  smem.Set("cache", "smem");
+  auto shared = attention->Generate(attention->Canonicalize(smem));
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_THAT(shared->source, Not(HasSubstr("kf_cached_")));
+}
+
 // A one-element float64 tensor on the device (a scale the model keeps there): the kernel
 // reads it as double, once before the loop or once per vector (`scalar`), so the bf16 input
 // still vectorizes to 16 bytes; a float64 tensor of more elements is refused with the reason.

@@ -60,6 +60,18 @@ class RowBuilder {
     *arg->mutable_scalar() = value;
     return *this;
   }
+  // The chain's next node, whose argument `name` is the value the node before it computes.
+  RowBuilder& Then(std::string op, std::string overload, const std::string& name) {
+    const std::string value = absl::StrCat("v", row_.target.nodes_size() - 1);
+    node_->add_outputs(value);
+    node_ = row_.target.add_nodes();
+    node_->set_op(std::move(op));
+    node_->set_overload(std::move(overload));
+    v1::Argument* arg = node_->add_args();
+    arg->set_name(name);
+    arg->set_tensor(value);
+    return *this;
+  }
   AnchorRow Output(const v1::TensorSignature& sig) {
     node_->add_outputs("out0");
     row_.target.add_output_names("out0");
@@ -183,6 +195,27 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
                      .Tensor("self", Dense({1, 8, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
                      .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
                      .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
+  // The language models' attention as kforge captures it, one chain target:
+  // softmax(scores * scale + mask, float32).to(bf16), the mask one row per query over 8 heads.
+  rows.push_back(
+      RowBuilder(id_prefix, "attn-chain-bf16",
+                 "mul -> add -> softmax -> to, 1×8×2048×2048 bf16, mask 1×1×2048×2048 "
+                 "(Qwen3, Gemma3 attention)",
+                 "aten::mul", "Tensor")
+          .Tensor("self", Dense({1, 8, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
+          .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
+          .Then("aten::add", "Tensor", "self")
+          .Tensor("other", Dense({1, 1, 2048, 2048}, v1::BFLOAT16), Fill::kNormal)
+          .Scalar("alpha", Int(1))
+          .Then("aten::softmax", "int", "self")
+          .Scalar("dim", Int(-1))
+          .Scalar("dtype", Int(6))  // float32
+          .Then("aten::to", "dtype", "self")
+          .Scalar("dtype", Int(15))  // bfloat16
+          .Scalar("non_blocking", Bool(false))
+          .Scalar("copy", Bool(false))
+          .Scalar("memory_format", None())
+          .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
   for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 512}, {256, 256}, {256, 512}}) {
     const std::vector<int64_t> x = {1, c, hw, hw};
     rows.push_back(RowBuilder(id_prefix, absl::StrCat("gn-vae-", c, "x", hw, "-fp32"),

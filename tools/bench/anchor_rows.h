@@ -34,7 +34,8 @@ struct AnchorRow {
 std::vector<AnchorRow> AnchorRows(std::string_view id_prefix);
 
 // Targets of the example models where kforge trailed torch.compile (benchmarks of
-// 2026-12-01): the attention-mask add of Qwen3/Gemma3 and the SD VAE decoder's group norms.
+// 2026-12-01): the attention-mask add of Qwen3/Gemma3 and the SD VAE decoder's group norms;
+// and their attention chain (scale, mask, softmax, cast) as one target, below 70% of its floor.
 // Swept only when named; the default sweep is the anchor table.
 std::vector<AnchorRow> ModelRows(std::string_view id_prefix);
 

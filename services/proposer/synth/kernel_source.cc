@@ -73,14 +73,32 @@ constexpr char kAccurate[] = R"(
 #define KF_TANH(x) tanhf(x)
 )";
 
-// __expf and friends are a few ulp off; the search turns them off after a MISMATCH.
+// __expf and friends are a few ulp off; the search turns them off after a MISMATCH. They are
+// the .ftz forms: NVRTC compiles without -ftz, and there __expf also takes a compare and two
+// predicated multiplies (__logf and __fdividef a compare and one or two) to keep results and
+// arguments below 2^-126 exact, which a float tolerance reads as 0 anyway (sm_90 SASS).
 constexpr char kFast[] = R"(
-#define KF_EXP(x) __expf(x)
-#define KF_LOG(x) __logf(x)
-#define KF_DIV(a, b) __fdividef((a), (b))
+__device__ __forceinline__ float kf_fast_exp(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
+__device__ __forceinline__ float kf_fast_log(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y * 0.6931471805599453f;
+}
+__device__ __forceinline__ float kf_fast_div(float a, float b) {
+  float y;
+  asm("div.approx.ftz.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+#define KF_EXP(x) kf_fast_exp(x)
+#define KF_LOG(x) kf_fast_log(x)
+#define KF_DIV(a, b) kf_fast_div((a), (b))
 __device__ __forceinline__ float kf_fast_tanh(float x) {
-  const float e = __expf(-2.0f * fabsf(x));
-  return copysignf(__fdividef(1.0f - e, 1.0f + e), x);
+  const float e = kf_fast_exp(-2.0f * fabsf(x));
+  return copysignf(kf_fast_div(1.0f - e, 1.0f + e), x);
 }
 #define KF_TANH(x) kf_fast_tanh(x)
 )";

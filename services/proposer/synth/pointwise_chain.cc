@@ -89,6 +89,10 @@ absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, in
         KF_ASSIGN_OR_RETURN(OperandLayout layout, Layout(sig, value, row_cols, what));
         chain.operands_.push_back({stage.operand, sig.dtype(), layout, Numel(sig)});
         part.operand = static_cast<int>(chain.operands_.size()) - 1;
+        if (layout == OperandLayout::kRows && Numel(sig) < Numel(value) &&
+            chain.repeated_rows_ < 0) {
+          chain.repeated_rows_ = part.operand;
+        }
       }
       dtype = stage.value_dtype;
       side.push_back(std::move(part));
@@ -182,6 +186,12 @@ std::string PointwiseChain::DeviceCode() const {
                   "};\n__device__ __forceinline__ void kf_chain_init(KfChain& ch, const KfArgs& "
                   "args, kf_i64 row, kf_i64 cols) {\n",
                   init, "}\n");
+  if (has_repeated_rows()) {
+    absl::StrAppend(&src,
+                    "__device__ __forceinline__ kf_i64 kf_chain_period(const KfArgs& args, "
+                    "kf_i64 cols) {\n  return args.inputs[",
+                    operands_[repeated_rows_].input, "].numel / max(cols, (kf_i64)1);\n}\n");
+  }
   src += SideCode(prologue_, "pro", "KfProOperands", "kf_prologue_load", "kf_prologue_apply");
   src += SideCode(epilogue_, "epi", "KfEpiOperands", "kf_epilogue_load", "kf_epilogue_apply");
   return src;

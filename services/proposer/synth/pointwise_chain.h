@@ -75,6 +75,11 @@ class PointwiseChain {
   // loads: the engine's V elements are contiguous and V-aligned in the value.
   std::string DeviceCode() const;
 
+  // Whether an operand is whole rows that the value's rows repeat (an attention mask over
+  // heads). Its device code then has kf_chain_period(const KfArgs&, kf_i64 cols): the rows of
+  // the first such operand, by which an engine can walk the rows that read one of its rows
+  // together.
+  bool has_repeated_rows() const { return repeated_rows_ >= 0; }
   // Bytes the operands move at least (each once), beside the anchor's own.
   double OperandBytes() const;
   // The widest operand element a vector load reads (0: none read by vectors).
@@ -94,6 +99,7 @@ class PointwiseChain {
 
   std::vector<Part> prologue_, epilogue_;
   std::vector<ChainOperand> operands_;
+  int repeated_rows_ = -1;  // index into operands_ of the first repeated kRows operand
 };
 
 // The index of a chain's anchor: its one node the elementwise family does not cover; 0 for a

@@ -95,6 +95,68 @@ constexpr std::pair<const char*, const char*> kVectorStoreAccesses[] = {
     {"        kf_store<V>(yr + c, o);", "        kf_store_vec<TO, V>(yr + c, o);"},
 };
 
+// row_order operand, emitted only for such configs: a block's i-th row is the value's row
+// (i % reps) * period + i / reps, so that the rows reading one row of a chain operand the
+// value's rows repeat (an attention mask over heads) are neighbours, and a block reads that
+// row once where rows in order read it once per repeat, as far apart as the value's rows.
+constexpr char kOperandRowOrder[] = R"(
+__device__ __forceinline__ kf_i64 kf_value_row(const KfArgs& args, kf_i64 i, kf_i64 rows,
+                                               kf_i64 cols) {
+  const kf_i64 period = kf_chain_period(args, cols);
+  if (i >= rows || period <= 0 || rows % period != 0) return i;
+  const kf_i64 reps = rows / period;
+  return (i % reps) * period + i / reps;
+}
+)";
+constexpr std::pair<const char*, const char*> kOperandRowOrderAccesses[] = {
+    {"    const kf_i64 row = rb * KF_RPB + rib;\n",
+     "    const kf_i64 row = kf_value_row(args, rb * KF_RPB + rib, rows, cols);\n"},
+};
+
+// cache=regs, emitted for such configs only: the register cache holds each value after the
+// chain's prologue (kf_cache_in), so the later passes neither load the prologue's operands
+// again nor recompute it, and a two-pass softmax's second pass leaves exp(x - max) there, so
+// that its output pass is one multiply: one exp per element where the others take two (the
+// attention chain of 1x8x2048x2048 bf16 issued ~17 instructions an element, 76% of the SMs'
+// issue slots, and moved 48% of the DRAM bandwidth: H200, 2026-12-03).
+constexpr std::pair<const char*, const char*> kRegisterCacheAccesses[] = {
+    {R"(      if (use_regs) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) cache[k * V + i] = v[i];
+      }
+)",
+     R"(      if (use_regs) {
+        kf_cache_in<V>(v, c, ctx);
+#pragma unroll
+        for (int i = 0; i < V; ++i) cache[k * V + i] = v[i];
+        kf_cached_add<0, V>(s, v, c, ctx);
+        return;
+      }
+)"},
+    {"      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });",
+     R"(      [&](kf_i64 c, int k, const KfVals<V>& l) {
+        if (use_regs) {
+          kf_cached_add<1, V>(t, *reinterpret_cast<float(*)[V]>(cache + k * V), c, ctx);
+        } else {
+          kf_add<1, V>(t, l.v, c, ctx);
+        }
+      });)"},
+    {"        kf_out_params<V>(c, ctx, l.p);\n",
+     R"(        if (slots) {
+          kf_cached_out_params<V>(c, ctx, l.p);
+        } else {
+          kf_out_params<V>(c, ctx, l.p);
+        }
+)"},
+    {"        kf_out_vec<V>(l.v, c, l.p, ctx, o);\n",
+     R"(        if (slots) {
+          kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);
+        } else {
+          kf_out_vec<V>(l.v, c, l.p, ctx, o);
+        }
+)"},
+};
+
 // `engine` with each (plain, rewritten) access of `accesses` applied; each plain access must
 // occur exactly once.
 template <size_t N>
@@ -853,6 +915,60 @@ __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 c
 )");
 }
 
+// The hooks kRegisterCacheAccesses calls (see there), after the op's and the chain's.
+std::string RegisterCacheHooks(const RowProblem& p, bool two_pass) {
+  const bool chain = !p.chain.empty();
+  const bool exp_once = p.op == RowOp::kSoftmax && two_pass;
+  const std::string op_add = chain ? "kf_op_add" : "kf_add";
+  std::string src = R"(
+template <int V>
+__device__ __forceinline__ void kf_cache_in(float (&v)[V], kf_i64 c, const KfRowCtx& ctx) {
+)";
+  if (p.chain.has_prologue()) {
+    src += "  KfProOperands<V> pro;\n  kf_prologue_load<V>(ctx.chain, c, pro);\n"
+           "  kf_prologue_apply<V>(pro, v);\n";
+  }
+  absl::StrAppend(&src, R"(}
+template <int P, int V>
+__device__ __forceinline__ void kf_cached_add(KfStat& st, float (&v)[V], kf_i64 c,
+                                              const KfRowCtx& ctx) {
+)");
+  if (exp_once) {
+    src += R"(  if (P == 1) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      v[i] = KF_EXP(v[i] - ctx.a);
+      st.s += v[i];
+    }
+    return;
+  }
+)";
+  }
+  absl::StrAppend(&src, "  ", op_add, R"(<P, V>(st, v, c, ctx);
+}
+template <int V>
+__device__ __forceinline__ void kf_cached_out_params(kf_i64 c, const KfRowCtx& ctx,
+                                                     KfOutParams<V>& p) {
+)");
+  src += chain ? "  kf_op_out_params<V>(c, ctx, p.op);\n"
+                 "  kf_epilogue_load<V>(ctx.chain, c, p.epi);\n"
+               : "  kf_out_params<V>(c, ctx, p);\n";
+  absl::StrAppend(&src, R"(}
+template <int V>
+__device__ __forceinline__ void kf_cached_out_vec(const float (&v)[V], kf_i64 c,
+                                                  const KfOutParams<V>& p, const KfRowCtx& ctx,
+                                                  float (&o)[V]) {
+)");
+  if (exp_once) {
+    src += "#pragma unroll\n  for (int i = 0; i < V; ++i) o[i] = v[i] * ctx.b;\n";
+  } else {
+    src += chain ? "  kf_op_out_vec<V>(v, c, p.op, ctx, o);\n"
+                 : "  kf_out_vec<V>(v, c, p, ctx, o);\n";
+  }
+  if (chain) src += "  kf_epilogue_apply<V>(p.epi, o);\n";
+  return src + "}\n";
+}
+
 std::string ContextCode(const RowProblem& p) {
   std::string init = AffinePointers(p);
   if (p.op == RowOp::kGroupNorm) {
@@ -1326,6 +1442,11 @@ class RowKernelGenerator : public KernelGenerator {
     if (UsesExp(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
     }
+    if (p_.chain.has_repeated_rows()) {
+      params.push_back({"row_order", {"linear", "operand"},
+                        "rows in order, or the rows that read one row of a chain operand the "
+                        "value repeats (an attention mask over heads) side by side"});
+    }
     // A sync split's grid is always the resident blocks. Fewer blocks, so that a sweep's
     // chunks stay in L2 for the output pass, measured 20-28% slower on every H200 group norm
     // row (docs/benchmarks/2026-12-01-h200-exhaustive-sweep-table.md).
@@ -1339,6 +1460,9 @@ class RowKernelGenerator : public KernelGenerator {
   Config Canonicalize(const Config& in) const override {
     Config c = in;
     if (c.GetInt("split") == 1) c.Set("split_mode", "scratch");
+    // A split row's blocks each read a chunk of it: walking rows by a repeated operand's
+    // rows would only move which chunks meet (and a sync split walks items of its own).
+    if (c.GetInt("split") > 1 && p_.chain.has_repeated_rows()) c.Set("row_order", "linear");
     const bool scratch_split =
         (c.GetInt("split") > 1 && c.Get("split_mode") == "scratch") || Stream(c);
     const bool one_pass_split = scratch_split || Sync(c);
@@ -1526,10 +1650,12 @@ class RowKernelGenerator : public KernelGenerator {
         std::min(row_blocks * split, double(gpu_.sm_count) * per_sm) * rpb * chunk * in_size;
     const double reread_in_dram = resident_row_bytes > gpu_.l2_bytes * 0.5 ? 1.0 : 0.0;
 
-    // Instruction cost per element; exp is ~20 instructions accurate, ~4 fast.
+    // Instruction cost per element; exp is ~20 instructions accurate, 3 fast (kernel_source.cc).
     const bool fast = c.GetInt("fast_math") == 1;
     double per_elem_ops = 3;
-    if (UsesExp(p_.op)) per_elem_ops += (fast ? 5 : 22) * (p_.op == RowOp::kSoftmax ? 2 : 1.2);
+    // A two-pass softmax over its register cache takes one exp an element (RegisterCacheHooks).
+    const double exps = p_.op != RowOp::kSoftmax ? 1.2 : cache == "regs" && two_pass ? 1 : 2;
+    if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // Norm statistics: an add, a subtract and an FMA per element either way; one pass adds a
     // Chan merge per vector.
     if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kGroupNorm) {
@@ -1881,6 +2007,9 @@ class RowKernelGenerator : public KernelGenerator {
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += ContextCode(p_);
     src += WithChainHooks(p_, OpCode(p_, two_pass));
+    if (cache == "regs") src += RegisterCacheHooks(p_, two_pass);
+    const bool operand_order = c.Get("row_order") == "operand";
+    if (operand_order) src += kOperandRowOrder;
     const char* entries = scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
     if (L2Keep(c)) {
       src += kL2CacheHints;
@@ -1901,6 +2030,8 @@ class RowKernelGenerator : public KernelGenerator {
       src += kRowEngine;
       src += entries;
     }
+    if (operand_order) src = Rewritten(std::move(src), kOperandRowOrderAccesses);
+    if (cache == "regs") src = Rewritten(std::move(src), kRegisterCacheAccesses);
 
     PlanSpec plan;
     if (p_.op == RowOp::kGroupNorm) {
