@@ -226,6 +226,13 @@ TEST_F(SynthGpuTest, RegisterCacheConfigsPassFullValidation) {
   EXPECT_GE(ExpectConfigsWithParamPass("cache", "regs"), 10);
 }
 
+// Rows kept in shared memory as float after the chain's prologue (cache=smem_f32): every
+// later pass reads values the prologue has been applied to, from there or, where the row
+// outgrows the shared memory, from global memory through the prologue again.
+TEST_F(SynthGpuTest, SmemAfterPrologueConfigsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("cache", "smem_f32"), 4);
+}
+
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
   return absl::StrCat(std::get<0>(info.param), "_", v1::DType_Name(std::get<1>(info.param)));
 }

@@ -478,6 +478,39 @@ TEST(SynthesizerTest, ARegisterCacheHoldsValuesAfterThePrologue) {
   EXPECT_THAT(shared->source, Not(HasSubstr("kf_cached_")));
 }
 
+// cache=smem_f32: shared memory holds the values after the chain's prologue as float, so the
+// later passes read none of its operands again; offered only to chains with a prologue, sized
+// at four bytes an element, and not to sync splits, whose double buffer holds raw chunks.
+TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  auto attention = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  ASSERT_NE(attention, nullptr);
+  const Config f32 = attention->Canonicalize(*attention->Space().Parse(
+      "row_threads=32;rows_per_block=2;vec=8;algo=online;cache=smem_f32;reg_cache=8;split=1;"
+      "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=linear"));
+  ASSERT_EQ(attention->Check(f32), "");
+  Config raw = f32;
+  raw.Set("cache", "smem");
+  // Two rows of 256 elements: two bytes more each.
+  EXPECT_EQ(attention->SharedBytes(f32) - attention->SharedBytes(raw), 2 * 256 * 2);
+  auto kernel = attention->Generate(f32);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, Not(HasSubstr("#error")));
+  EXPECT_THAT(kernel->source, HasSubstr("if (use_smem) kf_store<V>(srow + (c - c0), v);"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_params<V>(c, ctx, l.p);"));
+  EXPECT_THAT(kernel->launch_plan_json, HasSubstr("CHUNK * 4, "));
+  Config sync = f32;
+  sync.SetInt("row_threads", 16);
+  sync.SetInt("split", 2);
+  sync.Set("split_mode", "sync");
+  EXPECT_THAT(attention->Check(attention->Canonicalize(sync)), HasSubstr("sync split"));
+  // A softmax without a prologue has no such cache.
+  auto plain = testing::BindForTest(Sample(samples, "softmax_last").target);
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(plain->Space().Find("cache"), nullptr);
+  EXPECT_THAT(plain->Space().Find("cache")->values, Not(::testing::Contains("smem_f32")));
+}
+
 // A one-element float64 tensor on the device (a scale the model keeps there): the kernel
 // reads it as double, once before the loop or once per vector (`scalar`), so the bf16 input
 // still vectorizes to 16 bytes; a float64 tensor of more elements is refused with the reason.

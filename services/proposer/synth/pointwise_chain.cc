@@ -221,6 +221,15 @@ double PointwiseChain::MathOpsPerElement() const {
   return ops;
 }
 
+double PointwiseChain::PrologueOpsPerElement() const {
+  double ops = 0;
+  for (const Part& part : prologue_) {
+    ops += part.stage.math_ops;
+    if (part.operand >= 0 && operands_[part.operand].layout != OperandLayout::kOne) ops += 2;
+  }
+  return ops;
+}
+
 std::string PointwiseChain::Describe(const std::string& anchor) const {
   std::vector<std::string> names;
   for (const Part& part : prologue_) names.push_back(part.stage.name);

@@ -86,6 +86,9 @@ class PointwiseChain {
   int MaxVectorElementSize() const;
   // Arithmetic per element of the stages, for the prior.
   double MathOpsPerElement() const;
+  // Instructions per element of the prologue alone (its math, a load and a conversion per
+  // tensor operand), which an engine pays again in each pass that re-reads its input.
+  double PrologueOpsPerElement() const;
   // "mul -> add -> [softmax] -> to bfloat16", given the anchor's name.
   std::string Describe(const std::string& anchor) const;
 

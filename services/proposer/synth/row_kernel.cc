@@ -157,6 +157,38 @@ constexpr std::pair<const char*, const char*> kRegisterCacheAccesses[] = {
 )"},
 };
 
+// cache=smem_f32, emitted for such configs only: shared memory holds each value after the
+// chain's prologue as float (twice a 16-bit row's bytes), and every later pass, reading it
+// there or from global memory, sees values the prologue has been applied to, so that the
+// output pass loads none of its operands again (the attention chain's output pass reloaded
+// the mask and the scale and redid both per vector: H200 SASS, 2026-12-04).
+constexpr std::pair<const char*, const char*> kSmemAfterPrologueAccesses[] = {
+    {R"(  TI* srow = reinterpret_cast<TI*>(kf_dsmem) + (kf_i64)rib * chunk;
+  const bool use_smem =
+      (kf_i64)KF_RPB * chunk * (kf_i64)sizeof(TI) <= (kf_i64)kf_dynamic_smem_bytes();
+)",
+     R"(  float* srow = reinterpret_cast<float*>(kf_dsmem) + (kf_i64)rib * chunk;
+  const bool use_smem =
+      (kf_i64)KF_RPB * chunk * (kf_i64)sizeof(float) <= (kf_i64)kf_dynamic_smem_bytes();
+)"},
+    {"    kf_load<V>(xr + c, v);\n  };\n",
+     "    kf_load<V>(xr + c, v);\n    kf_cache_in<V>(v, c, ctx);\n  };\n"},
+    {R"(      if (use_smem) *reinterpret_cast<KfVec<TI, V>*>(srow + (c - c0)) = raw;
+#endif
+      kf_add<0, V>(s, v, c, ctx);
+)",
+     R"(      kf_cache_in<V>(v, c, ctx);
+      if (use_smem) kf_store<V>(srow + (c - c0), v);
+#endif
+      kf_cached_add<0, V>(s, v, c, ctx);
+)"},
+    {"      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });",
+     "      [&](kf_i64 c, int, const KfVals<V>& l) { kf_cached_add<1, V>(t, l.v, c, ctx); });"},
+    {"        kf_out_params<V>(c, ctx, l.p);\n", "        kf_cached_out_params<V>(c, ctx, l.p);\n"},
+    {"        kf_out_vec<V>(l.v, c, l.p, ctx, o);\n",
+     "        kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);\n"},
+};
+
 // `engine` with each (plain, rewritten) access of `accesses` applied; each plain access must
 // occur exactly once.
 template <size_t N>
@@ -915,10 +947,11 @@ __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 c
 )");
 }
 
-// The hooks kRegisterCacheAccesses calls (see there), after the op's and the chain's.
-std::string RegisterCacheHooks(const RowProblem& p, bool two_pass) {
+// The hooks kRegisterCacheAccesses and kSmemAfterPrologueAccesses call (see there), after the
+// op's and the chain's. `exp_once`: a two-pass softmax's second pass leaves exp(x - max) in
+// the values it is given, and the output pass multiplies them.
+std::string CacheHooks(const RowProblem& p, bool exp_once) {
   const bool chain = !p.chain.empty();
-  const bool exp_once = p.op == RowOp::kSoftmax && two_pass;
   const std::string op_add = chain ? "kf_op_add" : "kf_add";
   std::string src = R"(
 template <int V>
@@ -930,7 +963,8 @@ __device__ __forceinline__ void kf_cache_in(float (&v)[V], kf_i64 c, const KfRow
   }
   absl::StrAppend(&src, R"(}
 template <int P, int V>
-__device__ __forceinline__ void kf_cached_add(KfStat& st, float (&v)[V], kf_i64 c,
+__device__ __forceinline__ void kf_cached_add(KfStat& st, )",
+                  exp_once ? "" : "const ", R"(float (&v)[V], kf_i64 c,
                                               const KfRowCtx& ctx) {
 )");
   if (exp_once) {
@@ -1420,8 +1454,11 @@ class RowKernelGenerator : public KernelGenerator {
                         "one pass with mergeable statistics, or two passes over the row"});
     }
     if (!per_row_) {
-      params.push_back({"cache", {"none", "regs", "smem"},
-                        "keep the row for the later passes in registers or shared memory"});
+      std::vector<std::string> caches = {"none", "regs", "smem"};
+      if (p_.chain.has_prologue()) caches.push_back("smem_f32");
+      params.push_back({"cache", caches,
+                        "keep the row for the later passes in registers or shared memory "
+                        "(smem_f32: as float, after the chain's prologue)"});
       params.push_back({"reg_cache", {"8", "16", "32", "64"},
                         "elements per thread the register cache holds"});
     }
@@ -1558,6 +1595,9 @@ class RowKernelGenerator : public KernelGenerator {
       }
       if (cap > 4 * int64_t{chunk} / rt + 8 * vec) return "register cache far larger than the row";
     }
+    if (cache == "smem_f32" && Sync(c)) {
+      return "a sync split double-buffers its chunks as read (cache=smem), not as smem_f32";
+    }
     if (cache == "smem" && Sync(c)) {
       if (SharedBytes(c) - StaticSharedBytes(c) > SyncSharedLimit(c)) {
         return absl::StrCat("rows of ", chunk, " columns need ", SharedBytes(c),
@@ -1565,7 +1605,7 @@ class RowKernelGenerator : public KernelGenerator {
                             " blocks per SM of a cooperative launch has ",
                             SyncSharedLimit(c) + StaticSharedBytes(c));
       }
-    } else if (cache == "smem") {
+    } else if (SmemCache(c)) {
       if (SharedBytes(c) > gpu_.shared_bytes_per_block_optin) {
         return absl::StrCat("rows of ", chunk, " columns need ", SharedBytes(c),
                             " bytes of shared memory; the GPU allows ",
@@ -1587,11 +1627,19 @@ class RowKernelGenerator : public KernelGenerator {
   int64_t SharedBytes(const Config& c) const override {
     const int rpb = c.GetInt("rows_per_block");
     int64_t bytes = StaticSharedBytes(c);
-    if (!per_row_ && c.Get("cache") == "smem") {
+    if (SmemCache(c)) {
       // A sync split double-buffers: the chunk being read and the one being written.
-      bytes += (Sync(c) ? 2 : 1) * int64_t{rpb} * Chunk(c) * ElementSize(p_.in_dtype);
+      bytes += (Sync(c) ? 2 : 1) * int64_t{rpb} * Chunk(c) * SmemElementSize(c);
     }
     return bytes;
+  }
+
+  // Whether the row is kept in shared memory, and the bytes of an element there.
+  bool SmemCache(const Config& c) const {
+    return !per_row_ && (c.Get("cache") == "smem" || c.Get("cache") == "smem_f32");
+  }
+  int SmemElementSize(const Config& c) const {
+    return c.Get("cache") == "smem_f32" ? 4 : ElementSize(p_.in_dtype);
   }
 
   double MinBytes() const override {
@@ -1656,6 +1704,10 @@ class RowKernelGenerator : public KernelGenerator {
     // A two-pass softmax over its register cache takes one exp an element (RegisterCacheHooks).
     const double exps = p_.op != RowOp::kSoftmax ? 1.2 : cache == "regs" && two_pass ? 1 : 2;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
+    // The chain's prologue runs again in each pass over the row, but where the cache holds
+    // its results.
+    const bool after_prologue = cache == "regs" || cache == "smem_f32";
+    per_elem_ops += p_.chain.PrologueOpsPerElement() * (after_prologue ? 1 : data_passes);
     // Norm statistics: an add, a subtract and an FMA per element either way; one pass adds a
     // Chan merge per vector.
     if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kGroupNorm) {
@@ -1780,7 +1832,7 @@ class RowKernelGenerator : public KernelGenerator {
     const double items = static_cast<double>(SyncItems(c));
     const double grid = static_cast<double>(SyncGrid(c));
     const double sweeps = std::ceil(items / std::max(1.0, grid));
-    const bool held = !per_row_ && c.Get("cache") == "smem";
+    const bool held = SmemCache(c);
     const double reread = per_row_ || held ? 0 : in_bytes;
     const bool reread_in_l2 = grid * SyncItemBytes(c) <= kSyncSweepL2Share * gpu_.l2_bytes;
     constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
@@ -1983,7 +2035,7 @@ class RowKernelGenerator : public KernelGenerator {
     const bool scratch = split > 1 && !cluster && !sync && !stream;
     const bool two_pass = TwoPass(c);
     const std::string cache = per_row_ ? "none" : c.Get("cache");
-    const int cache_code = cache == "smem" ? 1 : cache == "regs" ? 2 : 0;
+    const int cache_code = SmemCache(c) ? 1 : cache == "regs" ? 2 : 0;
     const int cap = cache == "regs" ? c.GetInt("reg_cache") : 1;
 
     std::string src = SourceHeader(absl::StrCat(
@@ -2007,7 +2059,8 @@ class RowKernelGenerator : public KernelGenerator {
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += ContextCode(p_);
     src += WithChainHooks(p_, OpCode(p_, two_pass));
-    if (cache == "regs") src += RegisterCacheHooks(p_, two_pass);
+    if (cache == "regs") src += CacheHooks(p_, p_.op == RowOp::kSoftmax && two_pass);
+    if (cache == "smem_f32") src += CacheHooks(p_, false);
     const bool operand_order = c.Get("row_order") == "operand";
     if (operand_order) src += kOperandRowOrder;
     const char* entries = scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
@@ -2032,6 +2085,7 @@ class RowKernelGenerator : public KernelGenerator {
     }
     if (operand_order) src = Rewritten(std::move(src), kOperandRowOrderAccesses);
     if (cache == "regs") src = Rewritten(std::move(src), kRegisterCacheAccesses);
+    if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
 
     PlanSpec plan;
     if (p_.op == RowOp::kGroupNorm) {
@@ -2050,11 +2104,11 @@ class RowKernelGenerator : public KernelGenerator {
       grid_x = "GRID_X";
     }
     std::string shared = "0";
-    if (cache == "smem") {
+    if (SmemCache(c)) {
       const int64_t limit = sync ? SyncSharedLimit(c)
                                  : gpu_.shared_bytes_per_block_optin - StaticSharedBytes(c);
-      shared = absl::StrCat("min(", sync ? 2 * rpb : rpb, " * CHUNK * ", ElementSize(p_.in_dtype),
-                            ", ", limit, ")");
+      shared = absl::StrCat("min(", sync ? 2 * rpb : rpb, " * CHUNK * ", SmemElementSize(c), ", ",
+                            limit, ")");
     }
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (sync) {
