@@ -415,16 +415,29 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
   EXPECT_THAT(plain->source, Not(HasSubstr("KfChain")));
 }
 
+// The bf16 sample attention chain (mul -> add mask -> softmax -> to) and a one-warp-per-row
+// config of it with `choices` (rows per block, algo, cache, row order), canonicalized.
+std::unique_ptr<KernelGenerator> AttentionChain() {
+  return testing::BindForTest(
+      Sample(SampleTargets(v1::BFLOAT16), "softmax_attention_chain").target);
+}
+Config AttentionConfig(const KernelGenerator& attention, const std::string& choices) {
+  auto config = attention.Space().Parse(absl::StrCat(
+      "row_threads=32;vec=8;reg_cache=8;split=1;split_mode=scratch;unroll=1;fast_math=1;"
+      "grid=oneshot;",
+      choices));
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? attention.Canonicalize(*config) : Config();
+}
+
 // A chain operand whose rows the value repeats (attention's mask over batches and heads) gives
 // the row engine a choice of row order: the rows reading one mask row side by side, or in order.
 // Only unsplit rows take it, and a chain without such an operand has no such choice.
 TEST(SynthesizerTest, RowsThatShareAMaskRowCanBeNeighbours) {
-  const auto samples = SampleTargets(v1::BFLOAT16);
-  auto attention = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  auto attention = AttentionChain();
   ASSERT_NE(attention, nullptr);
-  const Config operand = attention->Canonicalize(*attention->Space().Parse(
-      "row_threads=32;rows_per_block=8;vec=8;algo=online;cache=smem;reg_cache=8;split=1;"
-      "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=operand"));
+  const Config operand =
+      AttentionConfig(*attention, "rows_per_block=8;algo=online;cache=smem;row_order=operand");
   ASSERT_EQ(attention->Check(operand), "");
   auto kernel = attention->Generate(operand);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
@@ -440,7 +453,8 @@ TEST(SynthesizerTest, RowsThatShareAMaskRowCanBeNeighbours) {
   split.SetInt("split", 2);
   EXPECT_EQ(attention->Canonicalize(split).Get("row_order"), "linear");
 
-  auto layer_norm = testing::BindForTest(Sample(samples, "layer_norm_chain").target);
+  auto layer_norm =
+      testing::BindForTest(Sample(SampleTargets(v1::BFLOAT16), "layer_norm_chain").target);
   ASSERT_NE(layer_norm, nullptr);
   EXPECT_EQ(layer_norm->Space().Find("row_order"), nullptr);
   EXPECT_NE(attention->Space().Find("row_order"), nullptr);
@@ -449,12 +463,10 @@ TEST(SynthesizerTest, RowsThatShareAMaskRowCanBeNeighbours) {
 // A register cache holds the values after the chain's prologue, and a two-pass softmax leaves
 // exp(x - max) there: its output pass multiplies, loading no mask and taking no exp again.
 TEST(SynthesizerTest, ARegisterCacheHoldsValuesAfterThePrologue) {
-  const auto samples = SampleTargets(v1::BFLOAT16);
-  auto attention = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  auto attention = AttentionChain();
   ASSERT_NE(attention, nullptr);
-  const Config regs = attention->Canonicalize(*attention->Space().Parse(
-      "row_threads=32;rows_per_block=4;vec=8;algo=two_pass;cache=regs;reg_cache=8;split=1;"
-      "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=linear"));
+  const Config regs =
+      AttentionConfig(*attention, "rows_per_block=4;algo=two_pass;cache=regs;row_order=linear");
   ASSERT_EQ(attention->Check(regs), "");
   auto kernel = attention->Generate(regs);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
@@ -482,16 +494,14 @@ TEST(SynthesizerTest, ARegisterCacheHoldsValuesAfterThePrologue) {
 // later passes read none of its operands again; offered only to chains with a prologue, sized
 // at four bytes an element, and not to sync splits, whose double buffer holds raw chunks.
 TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
-  const auto samples = SampleTargets(v1::BFLOAT16);
-  auto attention = testing::BindForTest(Sample(samples, "softmax_attention_chain").target);
+  auto attention = AttentionChain();
   ASSERT_NE(attention, nullptr);
-  const Config f32 = attention->Canonicalize(*attention->Space().Parse(
-      "row_threads=32;rows_per_block=2;vec=8;algo=online;cache=smem_f32;reg_cache=8;split=1;"
-      "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=linear"));
+  const Config f32 =
+      AttentionConfig(*attention, "rows_per_block=2;algo=online;cache=smem_f32;row_order=linear");
   ASSERT_EQ(attention->Check(f32), "");
   Config raw = f32;
   raw.Set("cache", "smem");
-  // Two rows of 256 elements: two bytes more each.
+  // Two rows of 256 elements, two bytes more an element.
   EXPECT_EQ(attention->SharedBytes(f32) - attention->SharedBytes(raw), 2 * 256 * 2);
   auto kernel = attention->Generate(f32);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
@@ -505,7 +515,7 @@ TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
   sync.Set("split_mode", "sync");
   EXPECT_THAT(attention->Check(attention->Canonicalize(sync)), HasSubstr("sync split"));
   // A softmax without a prologue has no such cache.
-  auto plain = testing::BindForTest(Sample(samples, "softmax_last").target);
+  auto plain = testing::BindForTest(Sample(SampleTargets(v1::BFLOAT16), "softmax_last").target);
   ASSERT_NE(plain, nullptr);
   ASSERT_NE(plain->Space().Find("cache"), nullptr);
   EXPECT_THAT(plain->Space().Find("cache")->values, Not(::testing::Contains("smem_f32")));
