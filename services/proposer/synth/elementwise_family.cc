@@ -509,7 +509,7 @@ class ElementwiseGenerator : public KernelGenerator {
         {"grid", {"oneshot", "stride"}, "one thread per vector group, or num_sms * occupancy blocks"},
     };
     if (UsesFastMath(p_)) {
-      params.push_back({"fast_math", {"0", "1"}, "__expf / __fdividef intrinsics"});
+      params.push_back({"fast_math", {"0", "1"}, "approximate exp and division (PTX .ftz)"});
     }
     if (p_.reuse_inner > 0) {
       params.push_back({"reuse", {"1", "2", "4", "8"},

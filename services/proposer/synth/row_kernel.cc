@@ -1477,7 +1477,7 @@ class RowKernelGenerator : public KernelGenerator {
                       "(sync_keep: in L2, by eviction priorities)"});
     params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
     if (UsesExp(p_.op)) {
-      params.push_back({"fast_math", {"0", "1"}, "__expf/__logf/__fdividef intrinsics"});
+      params.push_back({"fast_math", {"0", "1"}, "approximate exp, log and division (PTX .ftz)"});
     }
     if (p_.chain.has_repeated_rows()) {
       params.push_back({"row_order", {"linear", "operand"},
@@ -1701,7 +1701,7 @@ class RowKernelGenerator : public KernelGenerator {
     // Instruction cost per element; exp is ~20 instructions accurate, 3 fast (kernel_source.cc).
     const bool fast = c.GetInt("fast_math") == 1;
     double per_elem_ops = 3;
-    // A two-pass softmax over its register cache takes one exp an element (RegisterCacheHooks).
+    // A two-pass softmax over its register cache takes one exp an element (CacheHooks).
     const double exps = p_.op != RowOp::kSoftmax ? 1.2 : cache == "regs" && two_pass ? 1 : 2;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // The chain's prologue runs again in each pass over the row, but where the cache holds
