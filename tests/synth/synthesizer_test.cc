@@ -1273,7 +1273,8 @@ TEST(SynthesizerTest, BroadcastKernelBakesTheCapturedShapesGroups) {
   KfArgs other_size = call;
   other_size.inputs[1].sizes[0] = 1;
   EXPECT_NE(KfShapeKey(other_size), KfShapeKey(call));
-  EXPECT_THAT(kernel->source, HasSubstr("((unsigned long long)args.outputs[0].data & (KF_VEC > 1"));
+  EXPECT_THAT(kernel->source,
+              HasSubstr("((unsigned long long)args.data[KF_MAX_INPUTS] & (KF_VEC > 1"));
   EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_SETUP {1, 1, 0, 1, 0, 0}"));
   EXPECT_THAT(kernel->source,
               HasSubstr("kf_const_div<I, 65536ull>(e); offset += (e - q * (I)65536) * (I)1;"));

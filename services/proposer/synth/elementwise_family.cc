@@ -160,17 +160,18 @@ __device__ __forceinline__ void kf_read_all(const T* x, int mode, const KfGroups
 template <int V, typename I, bool CAPTURED>
 __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
   // The captured call on a one-shot grid that tiles it exactly (KF_CAPTURED_EXACT): every
-  // thread's vectors are in range, so no loop, no bounds tests and no tail, and the element
-  // count is a constant (one constant load fewer before the first global load).
+  // thread's vectors are in range, so no loop, no bounds tests and no tail. The captured
+  // call's element count is a constant, and its pointers come from KfArgs::data beside the
+  // shape key its test read: no constant-cache line but those before the first global load.
   constexpr bool kExact = CAPTURED && V == KF_VEC && KF_CAPTURED_EXACT;
   const KfTensor& out = args.outputs[0];
-  const I n = kExact ? (I)KF_CAPTURED_NUMEL : (I)out.numel;
+  const I n = CAPTURED ? (I)KF_CAPTURED_NUMEL : (I)out.numel;
   const I nv = n / V;
-  const T0* x0 = reinterpret_cast<const T0*>(args.inputs[0].data);
+  const T0* x0 = reinterpret_cast<const T0*>(args.data[0]);
 #if KF_NIN == 2
-  const T1* x1 = reinterpret_cast<const T1*>(args.inputs[1].data);
+  const T1* x1 = reinterpret_cast<const T1*>(args.data[1]);
 #endif
-  TO* y = reinterpret_cast<TO*>(out.data);
+  TO* y = reinterpret_cast<TO*>(args.data[KF_MAX_INPUTS]);
   // The inputs' broadcast groups, the same for every thread: built once per block, read from
   // shared memory by a short loop (compact code, no registers held).
   __shared__ KfGroups<I> groups[KF_NIN];
@@ -253,9 +254,9 @@ __device__ __forceinline__ void kf_reuse_rows(const KfArgs& args, I inner) {
   const KfDivisor by_nkv = kf_divisor(sizeof(I) == 4 ? (unsigned long long)nkv : 1ull);
   typedef typename KfPick<ROW == 0, T0, T1>::type TR;
   typedef typename KfPick<ROW == 0, T1, T0>::type TF;
-  const TR* xr = reinterpret_cast<const TR*>(args.inputs[ROW].data);
-  const TF* xf = reinterpret_cast<const TF*>(args.inputs[1 - ROW].data);
-  TO* y = reinterpret_cast<TO*>(out.data);
+  const TR* xr = reinterpret_cast<const TR*>(args.data[ROW]);
+  const TF* xf = reinterpret_cast<const TF*>(args.data[1 - ROW]);
+  TO* y = reinterpret_cast<TO*>(args.data[KF_MAX_INPUTS]);
   for (I cell = (I)blockIdx.x * KF_THREADS + (I)threadIdx.x; cell < cells;
        cell += (I)gridDim.x * KF_THREADS) {
     const I group = sizeof(I) == 4 ? (I)kf_divide((unsigned)cell, by_nkv) : cell / nkv;
@@ -558,10 +559,10 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     // The call's shape key equal to the captured call's, and the pointers aligned for the
     // vectors: the key's XOR and the pointers' low bits OR-ed and compared with 0 once.
     std::string test = absl::StrFormat("((args.shape_key ^ 0x%016xull)", p_.shape_key);
-    const char* aligned[3][2] = {{"args.outputs[0]", "TO"}, {"args.inputs[0]", "T0"},
-                                 {"args.inputs[KF_NIN - 1]", "T1"}};
-    for (const auto& [tensor, type] : aligned) {
-      absl::StrAppend(&test, "\n      | ((unsigned long long)", tensor, ".data & ",
+    const char* aligned[3][2] = {{"args.data[KF_MAX_INPUTS]", "TO"}, {"args.data[0]", "T0"},
+                                 {"args.data[KF_NIN - 1]", "T1"}};
+    for (const auto& [pointer, type] : aligned) {
+      absl::StrAppend(&test, "\n      | ((unsigned long long)", pointer, " & ",
                       "(KF_VEC > 1 ? KF_VEC * sizeof(", type, ") - 1 : 0))");
     }
     test += ") == 0";
