@@ -216,6 +216,21 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
           .Scalar("copy", Bool(false))
           .Scalar("memory_format", None())
           .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
+  // Gemma3's RMSNorm weight, `1 + weight.float()` with the 1 a 0-dim float64 tensor on the
+  // device: 512 elements, launch-bound (kforge trailed torch.compile's graph replays by
+  // 0.07 µs there, 2026-12-04).
+  rows.push_back(RowBuilder(id_prefix, "to-add-bf16-512",
+                            "to -> add, bf16[512] to float32 + f64[] (Gemma3's RMSNorm weight)",
+                            "aten::to", "dtype")
+                     .Tensor("self", Dense({512}, v1::BFLOAT16), Fill::kWeight)
+                     .Scalar("dtype", Int(6))  // float32
+                     .Scalar("non_blocking", Bool(false))
+                     .Scalar("copy", Bool(false))
+                     .Scalar("memory_format", None())
+                     .Then("aten::add", "Tensor", "self")
+                     .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
+                     .Scalar("alpha", Int(1))
+                     .Output(Dense({512}, v1::FLOAT32)));
   for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 512}, {256, 256}, {256, 512}}) {
     const std::vector<int64_t> x = {1, c, hw, hw};
     rows.push_back(RowBuilder(id_prefix, absl::StrCat("gn-vae-", c, "x", hw, "-fp32"),

@@ -35,7 +35,8 @@ std::vector<AnchorRow> AnchorRows(std::string_view id_prefix);
 
 // Targets of the example models where kforge trailed torch.compile (benchmarks of
 // 2026-12-01): the attention-mask add of Qwen3/Gemma3 and the SD VAE decoder's group norms;
-// and their attention chain (scale, mask, softmax, cast) as one target, below 70% of its floor.
+// their attention chain (scale, mask, softmax, cast) as one target, below 70% of its floor;
+// and Gemma3's launch-bound RMSNorm weight chain.
 // Swept only when named; the default sweep is the anchor table.
 std::vector<AnchorRow> ModelRows(std::string_view id_prefix);
 
