@@ -113,6 +113,13 @@ constexpr std::pair<const char*, const char*> kOperandRowOrderAccesses[] = {
      "    const kf_i64 row = kf_value_row(args, rb * KF_RPB + rib, rows, cols);\n"},
 };
 
+// The engine's accesses that both caches after the prologue (regs, smem_f32) rewrite: the
+// second statistics pass's add and the output pass's parameters and values.
+constexpr char kSecondPassAdd[] =
+    "      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });";
+constexpr char kOutPassParams[] = "        kf_out_params<V>(c, ctx, l.p);\n";
+constexpr char kOutPassValues[] = "        kf_out_vec<V>(l.v, c, l.p, ctx, o);\n";
+
 // cache=regs, emitted for such configs only: the register cache holds each value after the
 // chain's prologue (kf_cache_in), so the later passes neither load the prologue's operands
 // again nor recompute it, and a two-pass softmax's second pass leaves exp(x - max) there, so
@@ -133,7 +140,7 @@ constexpr std::pair<const char*, const char*> kRegisterCacheAccesses[] = {
         return;
       }
 )"},
-    {"      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });",
+    {kSecondPassAdd,
      R"(      [&](kf_i64 c, int k, const KfVals<V>& l) {
         if (use_regs) {
           kf_cached_add<1, V>(t, *reinterpret_cast<float(*)[V]>(cache + k * V), c, ctx);
@@ -141,14 +148,14 @@ constexpr std::pair<const char*, const char*> kRegisterCacheAccesses[] = {
           kf_add<1, V>(t, l.v, c, ctx);
         }
       });)"},
-    {"        kf_out_params<V>(c, ctx, l.p);\n",
+    {kOutPassParams,
      R"(        if (slots) {
           kf_cached_out_params<V>(c, ctx, l.p);
         } else {
           kf_out_params<V>(c, ctx, l.p);
         }
 )"},
-    {"        kf_out_vec<V>(l.v, c, l.p, ctx, o);\n",
+    {kOutPassValues,
      R"(        if (slots) {
           kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);
         } else {
@@ -182,11 +189,10 @@ constexpr std::pair<const char*, const char*> kSmemAfterPrologueAccesses[] = {
 #endif
       kf_cached_add<0, V>(s, v, c, ctx);
 )"},
-    {"      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });",
+    {kSecondPassAdd,
      "      [&](kf_i64 c, int, const KfVals<V>& l) { kf_cached_add<1, V>(t, l.v, c, ctx); });"},
-    {"        kf_out_params<V>(c, ctx, l.p);\n", "        kf_cached_out_params<V>(c, ctx, l.p);\n"},
-    {"        kf_out_vec<V>(l.v, c, l.p, ctx, o);\n",
-     "        kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);\n"},
+    {kOutPassParams, "        kf_cached_out_params<V>(c, ctx, l.p);\n"},
+    {kOutPassValues, "        kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);\n"},
 };
 
 // `engine` with each (plain, rewritten) access of `accesses` applied; each plain access must
