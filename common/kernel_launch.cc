@@ -69,6 +69,51 @@ absl::StatusOr<KernelFunctions> GetKernelFunctions(const CudaDriver& driver, CUm
   return functions;
 }
 
+namespace {
+
+// What `launch` needs of the function `entry` (its entry or captured entry) beyond the
+// defaults.
+absl::Status PrepareFunction(const CudaDriver& driver, const ResolvedLaunch& launch,
+                             const std::string& entry, const KernelFunctions& functions) {
+  auto it = functions.find(entry);
+  if (it == functions.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("launch plan entry point '", entry, "' was not loaded"));
+  }
+  if (launch.shared_bytes > kDefaultSharedLimit) {
+    CUresult r = driver.func_set_attribute(it->second.function,
+                                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           static_cast<int>(launch.shared_bytes));
+    if (r != CUDA_SUCCESS) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot allow ", launch.shared_bytes,
+                       " bytes of dynamic shared memory for ", entry, ": ",
+                       driver.Describe(r)));
+    }
+  }
+  if (launch.cluster && launch.cluster->Product() > 8) {
+    CUresult r = driver.func_set_attribute(
+        it->second.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    if (r != CUDA_SUCCESS) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster of ", launch.cluster->Product(),
+                                                     " blocks for ", entry,
+                                                     " refused: ", driver.Describe(r)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether a call, its launcher fields set, is `captured`: its shape key, and every pointer
+// aligned as the captured entries assume.
+bool IsCapturedCall(const CapturedCall& captured, const KfArgs& args) {
+  uintptr_t low_bits = 0;
+  for (const void* p : args.data) low_bits |= reinterpret_cast<uintptr_t>(p);
+  return args.shape_key == captured.shape_key &&
+         (low_bits & static_cast<uintptr_t>(captured.alignment_bytes - 1)) == 0;
+}
+
+}  // namespace
+
 absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan& plan,
                                     const KernelFunctions& functions, int64_t shared_limit) {
   for (const ResolvedLaunch& launch : plan.launches) {
@@ -78,30 +123,9 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
                           "allows %d per block",
                           launch.entry, launch.shared_bytes, shared_limit));
     }
-    auto it = functions.find(launch.entry);
-    if (it == functions.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("launch plan entry point '", launch.entry, "' was not loaded"));
-    }
-    if (launch.shared_bytes > kDefaultSharedLimit) {
-      CUresult r = driver.func_set_attribute(it->second.function,
-                                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                             static_cast<int>(launch.shared_bytes));
-      if (r != CUDA_SUCCESS) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("cannot allow ", launch.shared_bytes,
-                         " bytes of dynamic shared memory for ", launch.entry, ": ",
-                         driver.Describe(r)));
-      }
-    }
-    if (launch.cluster && launch.cluster->Product() > 8) {
-      CUresult r = driver.func_set_attribute(
-          it->second.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-      if (r != CUDA_SUCCESS) {
-        return absl::InvalidArgumentError(absl::StrCat("cluster of ", launch.cluster->Product(),
-                                                       " blocks for ", launch.entry,
-                                                       " refused: ", driver.Describe(r)));
-      }
+    for (const std::string* entry : {&launch.entry, &launch.captured_entry}) {
+      if (entry->empty()) continue;
+      if (absl::Status s = PrepareFunction(driver, launch, *entry, functions); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -116,12 +140,15 @@ void SetLauncherFields(KfArgs* args) {
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                            const KernelFunctions& functions, CUstream stream, KfArgs* args) {
   SetLauncherFields(args);
+  const bool captured_call = plan.captured && IsCapturedCall(*plan.captured, *args);
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const ResolvedLaunch& launch = plan.launches[i];
-    auto it = functions.find(launch.entry);
+    const bool captured = captured_call && !launch.captured_entry.empty();
+    const std::string& entry = captured ? launch.captured_entry : launch.entry;
+    auto it = functions.find(entry);
     if (it == functions.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("launch plan entry point '", launch.entry, "' was not loaded"));
+          absl::StrCat("launch plan entry point '", entry, "' was not loaded"));
     }
     CUlaunchConfig config;
     std::memset(&config, 0, sizeof(config));
@@ -157,14 +184,15 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
       a.value.programmaticStreamSerializationAllowed = 1;
     }
     config.attrs = attrs;
-    // The struct travels by value: the driver copies it at launch (and at capture).
-    void* params[] = {args};
+    // The struct travels by value: the driver copies it at launch (and at capture). A
+    // captured entry's KfCapturedArgs is KfArgs::data, which lies in KfArgs as one array.
+    void* params[] = {captured ? static_cast<void*>(args->data) : static_cast<void*>(args)};
     CUresult r = driver.launch_kernel_ex(&config, it->second.function, params, nullptr);
     if (r != CUDA_SUCCESS) {
       return absl::InternalError(absl::StrFormat(
           "launch %d (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of shared memory) was "
           "refused: %s",
-          i, launch.entry, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x,
+          i, entry, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x,
           launch.block.y, launch.block.z, launch.shared_bytes,
           r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
               ? absl::StrCat(driver.Describe(r),

@@ -4,6 +4,8 @@
 //
 //   extern "C" __global__ void NAME(KfArgs args);
 //
+// but a launch plan's captured entries, which take KfCapturedArgs.
+//
 // The struct travels by value as the kernel parameter (it is < 4 KiB), so launches need no
 // device-side argument buffer and work inside CUDA-graph capture.
 #ifndef KFORGE_DEVICE_H_
@@ -59,6 +61,13 @@ typedef struct KfArgs {
   // block's 2 KB: ResNet-50 b1's batch norms ran 2-3% faster (launch-bound, a few µs).
   void* data[KF_MAX_INPUTS + KF_MAX_OUTPUTS];
 } KfArgs;
+
+// The parameter of a captured entry (docs/launch-plan.md: a launch's captured_entry): the
+// launcher passes KfArgs::data alone, 96 bytes instead of KfArgs' 2,288, when a call is the
+// one the kernel was specialized for, whose shapes the kernel then holds as constants.
+typedef struct KfCapturedArgs {
+  void* data[KF_MAX_INPUTS + KF_MAX_OUTPUTS];
+} KfCapturedArgs;
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #include <cuda_fp16.h>

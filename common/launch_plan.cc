@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -73,6 +75,18 @@ absl::StatusOr<std::array<std::string, 3>> ParseDims(const json& value, const st
   return dims;
 }
 
+// A power of two from 1 to 4096.
+absl::StatusOr<int64_t> ParseAlignment(const json& value, absl::string_view path) {
+  if (!value.is_number_integer()) return PlanError(path, "expected an integer");
+  // Huge unsigned values would wrap in get<int64_t>; any of them is out of range anyway.
+  const int64_t alignment =
+      value.is_number_unsigned() && value.get<uint64_t>() > 4096 ? 0 : value.get<int64_t>();
+  if (alignment < 1 || alignment > 4096 || (alignment & (alignment - 1)) != 0) {
+    return PlanError(path, absl::StrCat(value.dump(), " is not a power of two from 1 to 4096"));
+  }
+  return alignment;
+}
+
 // requires.multiple_of: [[expression, multiple], ...] with multiples from 1 to 2^20.
 absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ParseMultiples(const json& value) {
   if (!value.is_array() || value.size() > kMaxLetBindings) {
@@ -97,6 +111,37 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> ParseMultiples(cons
     multiples.emplace_back(*std::move(expr), m.get<int64_t>());
   }
   return multiples;
+}
+
+// captured: {"shape_key": "0x<hex>", "alignment_bytes": N}. The key is a string: JSON numbers
+// lose the low bits of 64-bit integers in many writers.
+absl::StatusOr<CapturedCall> ParseCaptured(const json& value) {
+  if (!value.is_object()) {
+    return PlanError("captured", absl::StrCat("expected an object, got ", value.type_name()));
+  }
+  if (absl::Status keys = CheckKeys(value, "captured", {"shape_key", "alignment_bytes"});
+      !keys.ok()) {
+    return keys;
+  }
+  CapturedCall call;
+  auto key = value.find("shape_key");
+  if (key == value.end()) return PlanError("captured", "missing 'shape_key'");
+  const std::string text = key->is_string() ? key->get<std::string>() : "";
+  const absl::string_view digits =
+      absl::StartsWith(text, "0x") ? absl::string_view(text).substr(2) : absl::string_view();
+  if (digits.empty() || digits.size() > 16 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return absl::ascii_isxdigit(c); })) {
+    return PlanError("captured.shape_key",
+                     absl::StrCat(key->dump(), " is not a string of 0x and 1 to 16 hex digits "
+                                               "(KfShapeKey of the captured call)"));
+  }
+  call.shape_key = std::stoull(std::string(digits), nullptr, 16);
+  if (auto a = value.find("alignment_bytes"); a != value.end()) {
+    absl::StatusOr<int64_t> alignment = ParseAlignment(*a, "captured.alignment_bytes");
+    if (!alignment.ok()) return alignment.status();
+    call.alignment_bytes = *alignment;
+  }
+  return call;
 }
 
 std::string LaunchPath(size_t index, absl::string_view field) {
@@ -154,7 +199,8 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
   if (!root.is_object()) {
     return PlanError("", absl::StrCat("expected a JSON object, got ", root.type_name()));
   }
-  if (absl::Status keys = CheckKeys(root, "", {"let", "scratch_bytes", "launches", "requires"});
+  if (absl::Status keys = CheckKeys(root, "", {"let", "scratch_bytes", "launches", "requires",
+                                                  "captured"});
       !keys.ok()) {
     return keys;
   }
@@ -217,7 +263,7 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
     if (absl::Status keys =
             CheckKeys(item, path,
                       {"entry", "grid", "block", "shared_bytes", "cluster", "cooperative",
-                       "early_start"});
+                       "early_start", "captured_entry"});
         !keys.ok()) {
       return keys;
     }
@@ -229,6 +275,19 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
                        "expected the name of an extern \"C\" __global__ function");
     }
     launch.entry = entry->get<std::string>();
+    if (auto captured = item.find("captured_entry"); captured != item.end()) {
+      if (!captured->is_string() || !IsIdentifier(captured->get_ref<const std::string&>())) {
+        return PlanError(LaunchPath(i, "captured_entry"),
+                         "expected the name of an extern \"C\" __global__ function taking "
+                         "KfCapturedArgs");
+      }
+      launch.captured_entry = captured->get<std::string>();
+      if (launch.captured_entry == launch.entry) {
+        return PlanError(LaunchPath(i, "captured_entry"),
+                         "is the launch's entry; a captured entry takes KfCapturedArgs, not "
+                         "KfArgs, so it is another function");
+      }
+    }
     for (absl::string_view field : {"grid", "block"}) {
       auto dims = item.find(field);
       if (dims == item.end()) return PlanError(path, absl::StrCat("missing '", field, "'"));
@@ -290,17 +349,9 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
       plan.requirements_.contiguous = c->get<bool>();
     }
     if (auto a = it->find("alignment_bytes"); a != it->end()) {
-      if (!a->is_number_integer()) {
-        return PlanError("requires.alignment_bytes", "expected an integer");
-      }
-      // Huge unsigned values would wrap in get<int64_t>; any of them is out of range anyway.
-      int64_t alignment =
-          a->is_number_unsigned() && a->get<uint64_t>() > 4096 ? 0 : a->get<int64_t>();
-      if (alignment < 1 || alignment > 4096 || (alignment & (alignment - 1)) != 0) {
-        return PlanError("requires.alignment_bytes",
-                         absl::StrCat(a->dump(), " is not a power of two from 1 to 4096"));
-      }
-      plan.requirements_.alignment_bytes = alignment;
+      absl::StatusOr<int64_t> alignment = ParseAlignment(*a, "requires.alignment_bytes");
+      if (!alignment.ok()) return alignment.status();
+      plan.requirements_.alignment_bytes = *alignment;
     }
     if (auto m = it->find("multiple_of"); m != it->end()) {
       absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> multiples =
@@ -308,6 +359,19 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
       if (!multiples.ok()) return multiples.status();
       plan.requirements_.multiple_of = *std::move(multiples);
     }
+  }
+  const bool names_captured_entry =
+      std::any_of(plan.launches_.begin(), plan.launches_.end(),
+                  [](const Launch& l) { return !l.captured_entry.empty(); });
+  if (auto it = root.find("captured"); it != root.end()) {
+    absl::StatusOr<CapturedCall> captured = ParseCaptured(*it);
+    if (!captured.ok()) return captured.status();
+    if (!names_captured_entry) {
+      return PlanError("captured", "no launch names a captured_entry to run for it");
+    }
+    plan.captured_ = *captured;
+  } else if (names_captured_entry) {
+    return PlanError("", "a launch names a captured_entry but the plan has no 'captured' call");
   }
   plan.canonical_json_ = root.dump();
   return plan;
@@ -317,7 +381,9 @@ std::vector<std::string> LaunchPlan::EntryPoints() const {
   std::vector<std::string> entries;
   absl::flat_hash_set<std::string> seen;
   for (const Launch& launch : launches_) {
-    if (seen.insert(launch.entry).second) entries.push_back(launch.entry);
+    for (const std::string* name : {&launch.entry, &launch.captured_entry}) {
+      if (!name->empty() && seen.insert(*name).second) entries.push_back(*name);
+    }
   }
   return entries;
 }
@@ -325,6 +391,7 @@ std::vector<std::string> LaunchPlan::EntryPoints() const {
 absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) const {
   ResolvedPlan resolved;
   resolved.symbols = symbols;
+  resolved.captured = captured_;
   for (size_t i = 0; i < let_.size(); ++i) {
     const auto& [name, text] = let_[i];
     std::string path = absl::StrCat("let[", i, "] (", name, ")");
@@ -412,6 +479,7 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
     }
     out.cooperative = launch.cooperative;
     out.early_start = launch.early_start;
+    out.captured_entry = launch.captured_entry;
     resolved.launches.push_back(std::move(out));
   }
   return resolved;

@@ -32,6 +32,9 @@ struct Dim3 {
 
 struct ResolvedLaunch {
   std::string entry;
+  // The entry to launch instead, with KfCapturedArgs, when a call is the plan's captured one
+  // (ResolvedPlan::captured); empty: `entry` runs every call.
+  std::string captured_entry;
   Dim3 grid;
   Dim3 block;
   int64_t shared_bytes = 0;     // dynamic shared memory
@@ -40,8 +43,18 @@ struct ResolvedLaunch {
   bool early_start = false;     // may start while the launch before it drains (sm_90+)
 };
 
+// The call a kernel was specialized for: the launcher compares a call's KfArgs::shape_key
+// with `shape_key` and every pointer with `alignment_bytes`, on the host, and launches the
+// captured entries when both hold (docs/launch-plan.md).
+struct CapturedCall {
+  uint64_t shape_key = 0;
+  int64_t alignment_bytes = 1;
+  bool operator==(const CapturedCall&) const = default;
+};
+
 struct ResolvedPlan {
   std::vector<ResolvedLaunch> launches;
+  std::optional<CapturedCall> captured;
   int64_t scratch_bytes = 0;
   SymbolTable symbols;  // the bound symbols plus the plan's `let` names
 };
@@ -66,15 +79,17 @@ class LaunchPlan {
     std::optional<std::array<std::string, 3>> cluster;
     bool cooperative = false;
     bool early_start = false;
+    std::string captured_entry;  // empty: none
   };
 
   // Validates structure and expression syntax. Errors are InvalidArgument and name the field:
   //   launch plan: launches[0].block: expected 1 to 3 dimensions, got 4
   static absl::StatusOr<LaunchPlan> Parse(std::string_view json);
 
-  // Distinct entry points in order of first use.
+  // Distinct entry points, captured entries included, in order of first use.
   std::vector<std::string> EntryPoints() const;
   const Requirements& requirements() const { return requirements_; }
+  const std::optional<CapturedCall>& captured() const { return captured_; }
   const std::vector<Launch>& launches() const { return launches_; }
   const std::vector<std::pair<std::string, std::string>>& let() const { return let_; }
   const std::string& scratch_bytes() const { return scratch_bytes_; }
@@ -92,6 +107,7 @@ class LaunchPlan {
   std::string scratch_bytes_ = "0";
   std::vector<Launch> launches_;
   Requirements requirements_;
+  std::optional<CapturedCall> captured_;
   std::string canonical_json_;
 };
 

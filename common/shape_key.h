@@ -1,7 +1,8 @@
-// KfArgs::shape_key: which shapes a call has, as one word. Kernels generated for a captured call
-// bake in its key and compare it with the launch's (one parameter load and compare per warp),
-// where testing every size and stride took some 70 instructions and 36 constant loads ahead
-// of the first global load.
+// KfArgs::shape_key: which shapes a call has, as one word. The launcher compares it with a
+// launch plan's captured call to pick the captured entries (docs/launch-plan.md); kernels
+// generated for a captured call may also compare it with a key they bake in (one parameter
+// load and compare per warp), where testing every size and stride took some 70 instructions
+// and 36 constant loads ahead of the first global load.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,9 @@ namespace kforge {
 
 // The inputs' and outputs' counts, and for each tensor its rank, sizes and the strides of its
 // dims of more than one element (a dim of one element is read at index 0 whatever its stride),
-// mixed by splitmix64 steps. Pointers, dtypes and scalars are not in it: kernels check
-// alignment themselves, and the runtime's guards and the kernel's types fix the dtypes.
+// mixed by splitmix64 steps. Pointers, dtypes and scalars are not in it: alignment is checked
+// apart (the plan's captured.alignment_bytes, or the kernel), and the runtime's guards and the
+// kernel's types fix the dtypes.
 // Two different shapes share a key with probability 2^-64.
 inline uint64_t KfShapeKey(const KfArgs& args) {
   uint64_t key = 0;

@@ -78,6 +78,25 @@ TEST(BatchKernels, MembersWithTheSameSourceShareItsCode) {
   EXPECT_THAT(batch->launched[1], ElementsAre("kf_rows__kfb0", "kf_rows_finish__kfb0"));
 }
 
+// A launch's captured entry is an entry like any other: renamed in the plan and loaded.
+TEST(BatchKernels, RenamesCapturedEntries) {
+  nlohmann::json captured = nlohmann::json::parse(kPlan);
+  captured["launches"][0]["captured_entry"] = "kf_rows_partial";
+  captured["captured"] = {{"shape_key", "0x2a"}};
+  auto batch = BatchKernels({{kSource, kPlan}, {"// another\n" + std::string(kSource),
+                                                 captured.dump()}});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  nlohmann::json plan = nlohmann::json::parse(batch->plans[1]);
+  EXPECT_EQ(plan["launches"][0]["entry"], "kf_rows__kfb1");
+  EXPECT_EQ(plan["launches"][0]["captured_entry"], "kf_rows_partial__kfb1");
+  EXPECT_EQ(plan["captured"]["shape_key"], "0x2a");
+  EXPECT_THAT(batch->launched[1],
+              ElementsAre("kf_rows__kfb1", "kf_rows_partial__kfb1", "kf_rows_finish__kfb1"));
+  captured["launches"][0]["captured_entry"] = "not_extern";
+  EXPECT_THAT(std::string(BatchKernels({{kSource, captured.dump()}}).status().message()),
+              HasSubstr("not_extern"));
+}
+
 TEST(BatchKernels, HoistsIncludesOnceAndUndefinesEachMembersMacros) {
   auto batch = BatchKernels({{kSource, kPlan}, {std::string("// another\n") + kSource, kPlan}});
   ASSERT_TRUE(batch.ok()) << batch.status();

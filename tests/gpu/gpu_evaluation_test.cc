@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_format.h"
+#include "common/shape_key.h"
 #include "common/tensor_io.h"
 #include "gtest/gtest.h"
 #include "services/worker/compiler.h"
@@ -85,10 +87,18 @@ class GpuEvaluationTest : public ::testing::Test {
                                   const std::string& kernel, const std::string& plan,
                                   bool timing, double time_limit_s, bool fresh,
                                   bool sanitizer) {
+    return RunText(target, inputs, ReadKernelFile(kernel), ReadKernelFile(plan), timing,
+                   time_limit_s, fresh, sanitizer);
+  }
+
+  static v1::EvaluationResult RunText(const v1::Target& target, const std::string& inputs,
+                                      const std::string& source, const std::string& plan,
+                                      bool timing = false, double time_limit_s = 60,
+                                      bool fresh = false, bool sanitizer = false) {
     v1::EvaluateRequest request;
     *request.mutable_target() = target;
-    request.mutable_candidate()->set_source(ReadKernelFile(kernel));
-    request.mutable_candidate()->set_launch_plan_json(ReadKernelFile(plan));
+    request.mutable_candidate()->set_source(source);
+    request.mutable_candidate()->set_launch_plan_json(plan);
     *request.mutable_policy() = DefaultValidationPolicy();
     request.mutable_policy()->set_time_limit_s(time_limit_s);
     request.mutable_policy()->set_compute_sanitizer(sanitizer);
@@ -187,6 +197,42 @@ TEST_F(GpuEvaluationTest, InPlaceTargetsAlsoRunInPlace) {
   EXPECT_EQ(twice.verdict(), v1::MISMATCH) << Describe(twice);
   EXPECT_NE(twice.diagnostics().message().find("run in place"), std::string::npos)
       << Describe(twice);
+}
+
+// The launcher runs a launch's captured entry for the plan's captured call (its shape key and
+// alignment) and the entry for every other call: a wrong captured entry is caught on the
+// captured input set, and under a key no call has it never runs.
+TEST_F(GpuEvaluationTest, CapturedEntryRunsForTheCapturedCallOnly) {
+  const std::string inputs = Serialize({at::randn({512, 1024}), at::randn({512, 1024})});
+  const v1::Target target = testing::AddInPlaceTarget(512, 1024);
+  KfArgs call{};
+  call.num_inputs = 2;
+  call.num_outputs = 1;
+  for (KfTensor* t : {&call.inputs[0], &call.inputs[1], &call.outputs[0]}) {
+    t->ndim = 2;
+    t->sizes[0] = 512;
+    t->sizes[1] = 1024;
+    t->strides[0] = 1024;
+    t->strides[1] = 1;
+  }
+  auto plan = [](uint64_t key) {
+    return absl::StrFormat(
+        R"({"launches": [{"entry": "kf_add", "captured_entry": "kf_add_captured",
+                          "grid": ["1024"], "block": [256]}],
+            "requires": {"contiguous": true, "alignment_bytes": 4},
+            "captured": {"shape_key": "0x%016x", "alignment_bytes": 16}})",
+        key);
+  };
+  const std::string source = ReadKernelFile("add_captured_entry.cu");
+  const std::string wrong = "#define CAPTURED_WRONG 1\n" + source;
+  v1::EvaluationResult good = RunText(target, inputs, source, plan(KfShapeKey(call)), true);
+  ASSERT_EQ(good.verdict(), v1::PASS) << Describe(good);
+  EXPECT_GT(good.candidate().median_s(), 0);
+  v1::EvaluationResult caught = RunText(target, inputs, wrong, plan(KfShapeKey(call)));
+  EXPECT_EQ(caught.verdict(), v1::MISMATCH) << Describe(caught);
+  EXPECT_EQ(caught.diagnostics().input_set(), "captured") << Describe(caught);
+  v1::EvaluationResult never_run = RunText(target, inputs, wrong, plan(KfShapeKey(call) ^ 1));
+  EXPECT_EQ(never_run.verdict(), v1::PASS) << Describe(never_run);
 }
 
 TEST_F(GpuEvaluationTest, UnwrittenLastElement) {

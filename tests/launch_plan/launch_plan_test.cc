@@ -145,6 +145,61 @@ TEST(LaunchPlanTest, EarlyStartIsABooleanOnALaterOrdinaryLaunch) {
               HasSubstr("a cooperative launch cannot start early"));
 }
 
+// captured: the call the captured entries are for, as a hex string key (JSON numbers lose
+// 64-bit precision in many writers) and an alignment; a captured entry and a captured call
+// come together.
+TEST(LaunchPlanTest, CapturedCallNamesItsKeyAlignmentAndEntries) {
+  auto with = [](absl::string_view captured, absl::string_view extra) {
+    return absl::StrCat(R"({"launches": [{"entry": "k", "grid": [8], "block": [256])", extra,
+                        "}]", captured, "}");
+  };
+  const std::string entry = R"(, "captured_entry": "k_captured")";
+  auto plan = LaunchPlan::Parse(
+      with(R"(, "captured": {"shape_key": "0xfedcba9876543210", "alignment_bytes": 16})", entry));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->captured().has_value());
+  EXPECT_EQ(plan->captured()->shape_key, 0xfedcba9876543210ull);
+  EXPECT_EQ(plan->captured()->alignment_bytes, 16);
+  EXPECT_THAT(plan->EntryPoints(), ElementsAre("k", "k_captured"));
+  auto resolved = plan->Resolve(BindSymbols({}, {}, {}, 132));
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->captured, plan->captured());
+  EXPECT_EQ(resolved->launches[0].captured_entry, "k_captured");
+
+  auto unaligned = LaunchPlan::Parse(with(R"(, "captured": {"shape_key": "0x1"})", entry));
+  ASSERT_TRUE(unaligned.ok()) << unaligned.status();
+  EXPECT_EQ(unaligned->captured()->alignment_bytes, 1);
+  auto plain = LaunchPlan::Parse(with("", ""));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->captured().has_value());
+  EXPECT_FALSE(plain->Resolve(BindSymbols({}, {}, {}, 132))->captured.has_value());
+
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": 12})", entry)),
+              HasSubstr("captured.shape_key: 12 is not a string of 0x and 1 to 16 hex digits"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0x12345678901234567"})", entry)),
+              HasSubstr("captured.shape_key"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0xg1"})", entry)),
+              HasSubstr("captured.shape_key"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"alignment_bytes": 16})", entry)),
+              HasSubstr("captured: missing 'shape_key'"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0x1", "alignment_bytes": 3})",
+                              entry)),
+              HasSubstr("captured.alignment_bytes: 3 is not a power of two"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0x1", "key": 1})", entry)),
+              HasSubstr("captured: unknown key 'key'"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": [1])", entry)),
+              HasSubstr("captured: expected an object, got array"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0x1"})", "")),
+              HasSubstr("no launch names a captured_entry"));
+  EXPECT_THAT(ParseError(with("", entry)), HasSubstr("the plan has no 'captured' call"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0x1"})",
+                              R"(, "captured_entry": "k")")),
+              HasSubstr("launches[0].captured_entry: is the launch's entry"));
+  EXPECT_THAT(ParseError(with(R"(, "captured": {"shape_key": "0x1"})",
+                              R"(, "captured_entry": "k c")")),
+              HasSubstr("launches[0].captured_entry: expected the name of an extern"));
+}
+
 TEST(LaunchPlanTest, BindSymbolsFollowsTheDoc) {
   SymbolTable s = BindSymbols({Tensor({4, 6}, {1, 4}), Tensor({})}, {Tensor({4, 6})}, {3, -1}, 78);
   EXPECT_EQ(s.at("in0_size0"), 4);

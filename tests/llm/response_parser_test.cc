@@ -178,6 +178,40 @@ extern "C" __global__ void kf_copy(const float* x, float* y) { y[0] = x[0]; }
   EXPECT_EQ(Reason(Answer(raw_pointers)), kRejectBadEntryPoint);
 }
 
+// A captured entry (docs/launch-plan.md) takes KfCapturedArgs: the launcher passes the
+// pointers alone for the plan's captured call.
+TEST(ResponseParserTest, CapturedEntriesTakeKfCapturedArgs) {
+  const std::string source = std::string(kKernel) + R"(
+extern "C" __global__ void kf_copy_captured(KfCapturedArgs args) {
+  static_cast<float*>(args.data[KF_MAX_INPUTS])[threadIdx.x] =
+      static_cast<const float*>(args.data[0])[threadIdx.x];
+}
+)";
+  auto plan = [](const std::string& captured_entry) {
+    return R"({"launches": [{"entry": "kf_copy", "captured_entry": ")" + captured_entry +
+           R"(", "grid": [1], "block": [256]}], "captured": {"shape_key": "0x2a"}})";
+  };
+  ParseResult result = ParseLlmAnswer(Answer(source, plan("kf_copy_captured")));
+  ASSERT_TRUE(result.ok()) << result.rejection.message();
+  EXPECT_EQ(result.answer->entry_points,
+            (std::vector<std::string>{"kf_copy", "kf_copy_captured"}));
+  // Not defined, or taking KfArgs: the worker would pass the wrong struct.
+  ParseResult missing = ParseLlmAnswer(Answer(kKernel, plan("kf_copy_captured")));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.rejection.reason(), kRejectBadEntryPoint);
+  EXPECT_NE(missing.rejection.message().find("kf_copy_captured(KfCapturedArgs args)"),
+            std::string::npos)
+      << missing.rejection.message();
+  const std::string takes_kfargs = std::string(kKernel) + R"(
+extern "C" __global__ void kf_copy_captured(KfArgs args) {}
+)";
+  EXPECT_EQ(Reason(Answer(takes_kfargs, plan("kf_copy_captured"))), kRejectBadEntryPoint);
+  // The captured call without a captured entry is the plan parser's refusal.
+  EXPECT_EQ(Reason(Answer(kKernel, R"({"launches": [{"entry": "kf_copy", "grid": [1],
+                                       "block": [256]}], "captured": {"shape_key": "0x2a"}})")),
+            kRejectBadPlan);
+}
+
 TEST(ResponseParserTest, RejectsPlansTheLaunchPlanParserRefuses) {
   EXPECT_EQ(Reason(Answer(kKernel, R"({"launches": [{"entry": "kf_copy", "grid": [1],
                                        "block": [1, 1, 1, 1]}]})")),

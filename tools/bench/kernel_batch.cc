@@ -110,15 +110,18 @@ absl::Status AddMemberPlan(const BatchMember& member, size_t m,
   }
   std::vector<std::string> launched;
   for (auto& launch : plan["launches"]) {
-    const std::string entry = launch.value("entry", "");
-    auto it = renames.find(entry);
-    if (it == renames.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "batch member ", m, "'s plan launches '", entry,
-          "', which its source does not define as an extern \"C\" __global__ function"));
+    for (const char* field : {"entry", "captured_entry"}) {
+      if (!launch.contains(field)) continue;
+      const std::string entry = launch.value(field, "");
+      auto it = renames.find(entry);
+      if (it == renames.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "batch member ", m, "'s plan launches '", entry,
+            "', which its source does not define as an extern \"C\" __global__ function"));
+      }
+      launch[field] = it->second;
+      launched.push_back(it->second);
     }
-    launch["entry"] = it->second;
-    launched.push_back(it->second);
   }
   batch->plans.push_back(plan.dump(2));
   batch->entries.push_back(std::move(renames));

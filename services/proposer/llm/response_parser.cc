@@ -189,11 +189,12 @@ std::vector<KernelDecl> FindKernels(const std::vector<Token>& tokens) {
   return kernels;
 }
 
-// A kernel's parameters must be exactly one KfArgs passed by value.
-bool TakesKfArgs(const KernelDecl& kernel) {
+// Whether `kernel` takes exactly one `type` (KfArgs, or KfCapturedArgs for a captured entry)
+// by value.
+bool TakesOne(const KernelDecl& kernel, absl::string_view type) {
   int kfargs = 0;
   for (const std::string& text : kernel.params) {
-    if (text == "KfArgs") {
+    if (text == type) {
       ++kfargs;
     } else if (text == "," || text == "*" || text == "&") {
       return false;
@@ -382,7 +383,7 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
                        "). Declare entries as extern \"C\" __global__ void ", entry,
                        "(KfArgs args)."));
     }
-    if (!TakesKfArgs(*kernel)) {
+    if (!TakesOne(*kernel, "KfArgs")) {
       return Reject(kRejectBadEntryPoint,
                     absl::StrCat("Entry point '", entry, "' (line ", kernel->line,
                                  ") must take exactly one KfArgs by value: extern \"C\" "
@@ -391,6 +392,22 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
     }
     if (std::find(entries.begin(), entries.end(), entry) == entries.end()) {
       entries.push_back(entry);
+    }
+    if (launch.contains("captured_entry") && launch["captured_entry"].is_string()) {
+      const std::string captured = launch["captured_entry"].get<std::string>();
+      auto k = std::find_if(kernels.begin(), kernels.end(),
+                            [&](const KernelDecl& d) { return d.name == captured; });
+      if (k == kernels.end() || !k->extern_c || !TakesOne(*k, "KfCapturedArgs")) {
+        return Reject(kRejectBadEntryPoint,
+                      absl::StrCat("launches[", i, "].captured_entry is '", captured,
+                                   "', which the source must define as extern \"C\" "
+                                   "__global__ void ",
+                                   captured, "(KfCapturedArgs args); or leave the captured "
+                                   "call out."));
+      }
+      if (std::find(entries.begin(), entries.end(), captured) == entries.end()) {
+        entries.push_back(captured);
+      }
     }
   }
   absl::StatusOr<LaunchPlan> parsed = LaunchPlan::Parse(plan_text);

@@ -69,7 +69,7 @@ struct ElementwiseProblem {
   bool device_scalar[2] = {false, false};
   double broadcast_index_ops = 0;  // per vector: integer ops to find the broadcast inputs' offsets
   int64_t numel = 0;
-  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey), which the fast path tests
+  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey), the plan's `captured`
   KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
   KfTensor out_tensor = {};
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
@@ -156,16 +156,34 @@ __device__ __forceinline__ void kf_read_all(const T* x, int mode, const KfGroups
   }
 }
 
-// Loads KF_ILP vectors per thread before computing any, so their latencies overlap.
-template <int V, typename I, bool CAPTURED>
-__device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1) {
+// The output's element count, and the inputs' broadcast groups (built by thread 0 into
+// shared memory, then a barrier): from the tensors of a call, or none for the captured call,
+// whose count is a constant and whose offsets divide by constants (kf_captured_offset).
+__device__ __forceinline__ kf_i64 kf_numel(const KfArgs& args) { return args.outputs[0].numel; }
+template <typename I>
+__device__ __forceinline__ void kf_block_groups(const KfArgs& args, KfGroups<I>* groups) {
+  if (threadIdx.x == 0) {
+    kf_groups<I>(args.inputs[0], args.outputs[0], groups[0]);
+#if KF_NIN == 2
+    kf_groups<I>(args.inputs[1], args.outputs[0], groups[1]);
+#endif
+  }
+  __syncthreads();
+}
+#ifdef KF_CAPTURED_SETUP
+__device__ __forceinline__ kf_i64 kf_numel(const KfCapturedArgs&) { return KF_CAPTURED_NUMEL; }
+template <typename I>
+__device__ __forceinline__ void kf_block_groups(const KfCapturedArgs&, KfGroups<I>*) {}
+#endif
+
+// Loads KF_ILP vectors per thread before computing any, so their latencies overlap. A is
+// KfArgs, or KfCapturedArgs for the captured call (CAPTURED).
+template <int V, typename I, bool CAPTURED, typename A>
+__device__ __forceinline__ void kf_run(const A& args, int mode0, int mode1) {
   // The captured call on a one-shot grid that tiles it exactly (KF_CAPTURED_EXACT): every
-  // thread's vectors are in range, so no loop, no bounds tests and no tail. The captured
-  // call's element count is a constant, and its pointers come from KfArgs::data beside the
-  // shape key its test read: no constant-cache line but those before the first global load.
+  // thread's vectors are in range, so no loop, no bounds tests and no tail.
   constexpr bool kExact = CAPTURED && V == KF_VEC && KF_CAPTURED_EXACT;
-  const KfTensor& out = args.outputs[0];
-  const I n = CAPTURED ? (I)KF_CAPTURED_NUMEL : (I)out.numel;
+  const I n = (I)kf_numel(args);
   const I nv = n / V;
   const T0* x0 = reinterpret_cast<const T0*>(args.data[0]);
 #if KF_NIN == 2
@@ -175,15 +193,7 @@ __device__ __forceinline__ void kf_run(const KfArgs& args, int mode0, int mode1)
   // The inputs' broadcast groups, the same for every thread: built once per block, read from
   // shared memory by a short loop (compact code, no registers held).
   __shared__ KfGroups<I> groups[KF_NIN];
-  if (!CAPTURED) {
-    if (threadIdx.x == 0) {
-      kf_groups<I>(args.inputs[0], out, groups[0]);
-#if KF_NIN == 2
-      kf_groups<I>(args.inputs[1], out, groups[1]);
-#endif
-    }
-    __syncthreads();
-  }
+  kf_block_groups<I>(args, groups);
   // A one-element input of the captured call (a device scalar) is read once, before the loop,
   // with KF_SCALAR_ONCE (the compiler may not hoist a load above the loop's stores, which could
   // alias it); else with every vector, after the streamed input's loads.
@@ -245,10 +255,9 @@ template <typename A, typename B> struct KfPick<false, A, B> { typedef B type; }
 // row input's vector once and applies it to KF_REUSE rows, so DRAM reads it once instead of
 // once per row (the streamed operands evict it from L2 between rows). ROW is a compile-time
 // index so the vectors stay in registers.
-template <int V, typename I, int ROW>
-__device__ __forceinline__ void kf_reuse_rows(const KfArgs& args, I inner) {
-  const KfTensor& out = args.outputs[0];
-  const I rows = (I)out.numel / inner;
+template <int V, typename I, int ROW, typename A>
+__device__ __forceinline__ void kf_reuse_rows(const A& args, I inner) {
+  const I rows = (I)kf_numel(args) / inner;
   const I nkv = inner / V;
   const I cells = nkv * ((rows + KF_REUSE - 1) / KF_REUSE);
   const KfDivisor by_nkv = kf_divisor(sizeof(I) == 4 ? (unsigned long long)nkv : 1ull);
@@ -308,8 +317,8 @@ __device__ __forceinline__ KfSetup kf_setup(const KfArgs& args) {
                    KF_REUSE, aligned);
 }
 
-template <typename I, bool CAPTURED>
-__device__ __forceinline__ void kf_dispatch(const KfArgs& args, const KfSetup& s) {
+template <typename I, bool CAPTURED, typename A>
+__device__ __forceinline__ void kf_dispatch(const A& args, const KfSetup& s) {
   switch (s.path) {
 #if KF_REUSE > 1 && KF_NIN == 2
     case KF_PATH_REUSE:
@@ -328,16 +337,18 @@ __device__ __forceinline__ void kf_dispatch(const KfArgs& args, const KfSetup& s
   }
 }
 
-extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
 #ifdef KF_CAPTURED_SETUP
-  // The captured call, recognized by every warp alike: its path is a constant and its
-  // broadcast offsets divide by constants, so the first loads wait for nothing.
-  if (kf_is_captured(args)) {
-    const KfSetup captured = KF_CAPTURED_SETUP;
-    kf_dispatch<int, true>(args, captured);
-    return;
-  }
+// The captured call, which the launcher recognizes by its shape key and alignment (the plan's
+// `captured`): its path is a constant and its broadcast offsets divide by constants, so the
+// first loads wait for nothing but the pointers, and the code is that path alone.
+extern "C" __global__ void __launch_bounds__(KF_THREADS)
+    kf_elementwise_captured(KfCapturedArgs args) {
+  const KfSetup captured = KF_CAPTURED_SETUP;
+  kf_dispatch<int, true>(args, captured);
+}
 #endif
+
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_elementwise(KfArgs args) {
   __shared__ KfSetup setup;
   if (threadIdx.x == 0) setup = kf_setup(args);
   __syncthreads();
@@ -532,12 +543,12 @@ class ElementwiseGenerator : public KernelGenerator {
   const ParamSpace& Space() const override { return space_; }
   Config Canonicalize(const Config& c) const override { return c; }
 
-  // The captured call baked into the kernel: kf_is_captured(args) says whether a call is it
-  // (its shape key, and pointers aligned for the vectors), KF_CAPTURED_SETUP is its path
-  // (kf_decide's on the captured tensors), and kf_captured_offset<INPUT, I>(e) a broadcast
-  // input's offset with its groups' sizes as constants (divisions become shifts or
-  // multiply-shifts). So the captured call needs no setup and no barrier; other shapes take
-  // the generic path of the same source.
+  // The captured call baked into the kernel's captured entry, which the launcher takes for a
+  // call of its shape key and alignment (the plan's `captured`, CapturedCall below):
+  // KF_CAPTURED_SETUP is its path (kf_decide's on the captured tensors), and
+  // kf_captured_offset<INPUT, I>(e) a broadcast input's offset with its groups' sizes as
+  // constants (divisions become shifts or multiply-shifts). So the captured call needs no
+  // setup and no barrier; other shapes take kf_elementwise, the generic path.
   std::string CapturedShapeSource(const Config& c) const {
     std::string src = R"(
 // e / D for a divisor known when the kernel is generated: a shift or a multiply-shift.
@@ -556,16 +567,6 @@ template <int INPUT, typename I>
 __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
     }
-    // The call's shape key equal to the captured call's, and the pointers aligned for the
-    // vectors: the key's XOR and the pointers' low bits OR-ed and compared with 0 once.
-    std::string test = absl::StrFormat("((args.shape_key ^ 0x%016xull)", p_.shape_key);
-    const char* aligned[3][2] = {{"args.data[KF_MAX_INPUTS]", "TO"}, {"args.data[0]", "T0"},
-                                 {"args.data[KF_NIN - 1]", "T1"}};
-    for (const auto& [pointer, type] : aligned) {
-      absl::StrAppend(&test, "\n      | ((unsigned long long)", pointer, " & ",
-                      "(KF_VEC > 1 ? KF_VEC * sizeof(", type, ") - 1 : 0))");
-    }
-    test += ") == 0";
     const KfSetup path = kf_decide(p_.in_tensor[0], p_.in_tensor[p_.num_inputs - 1],
                                    p_.out_tensor, p_.num_inputs, c.GetInt("vec"), Reuse(c),
                                    /*aligned=*/true);
@@ -577,9 +578,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                     "\n#define KF_CAPTURED_ONE0 ", p_.in_numel[0] == 1 ? 1 : 0,
                     "\n#define KF_CAPTURED_ONE1 ", p_.in_numel[p_.num_inputs - 1] == 1 ? 1 : 0,
                     "\n#define KF_ONCE0 (KF_CAPTURED_ONE0 && KF_SCALAR_ONCE)",
-                    "\n#define KF_ONCE1 (KF_CAPTURED_ONE1 && KF_SCALAR_ONCE)",
-                    "\n__device__ __forceinline__ bool kf_is_captured(",
-                    "const KfArgs& args) {\n  return ", test, ";\n}\n");
+                    "\n#define KF_ONCE1 (KF_CAPTURED_ONE1 && KF_SCALAR_ONCE)\n");
     src += "template <int INPUT, typename I>\n"
            "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
     for (int i = 0; i < p_.num_inputs; ++i) {
@@ -594,6 +593,14 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     }
     absl::StrAppend(&src, "  return offset;\n}\n", kCapturedShapeEnd, "\n");
     return src;
+  }
+
+  // The call kf_elementwise_captured is for (none with 64-bit indices): its shape key, and
+  // pointers aligned for every tensor's vectors.
+  std::optional<CapturedCall> CapturedCallOf(const Config& c) const {
+    if (p_.numel >= 0x7fffffffll) return std::nullopt;
+    const int vec = c.GetInt("vec");
+    return CapturedCall{p_.shape_key, vec > 1 ? vec * MaxElementSize() : 1};
   }
 
   // A one-shot grid of the captured call's vector path whose blocks tile it exactly.
@@ -792,6 +799,10 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                  std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
+    if (std::optional<CapturedCall> captured = CapturedCallOf(c)) {
+      plan.launches.back().captured_entry = "kf_elementwise_captured";
+      plan.captured = captured;
+    }
     return GeneratedKernel{WithMinBlocksPerSm(std::move(src), MinBlocksPerSm(gpu_, c)),
                            PlanJson(plan)};
   }

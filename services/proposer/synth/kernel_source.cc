@@ -279,6 +279,7 @@ std::string PlanJson(const PlanSpec& plan) {
     if (!launch.cluster.empty()) l["cluster"] = launch.cluster;
     if (launch.cooperative) l["cooperative"] = true;
     if (launch.early_start) l["early_start"] = true;
+    if (!launch.captured_entry.empty()) l["captured_entry"] = launch.captured_entry;
     launches.push_back(l);
   }
   json["launches"] = launches;
@@ -291,6 +292,10 @@ std::string PlanJson(const PlanSpec& plan) {
     requirements["multiple_of"] = multiples;
   }
   json["requires"] = requirements;
+  if (plan.captured) {
+    json["captured"] = {{"shape_key", absl::StrFormat("0x%016x", plan.captured->shape_key)},
+                        {"alignment_bytes", plan.captured->alignment_bytes}};
+  }
   return json.dump(2);
 }
 

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/launch_plan.h"
 
 namespace kforge::synth {
 
@@ -52,6 +55,8 @@ struct PlanLaunch {
   // Programmatic dependent launch: the kernel runs kf_wait_previous() before it reads what an
   // earlier launch of the plan wrote (docs/launch-plan.md).
   bool early_start = false;
+  // Launched instead of `entry`, with KfCapturedArgs, for the plan's captured call.
+  std::string captured_entry;
 };
 
 // Ends a generator's refusal of a vec that does not tile the shape: vector kernels carry no
@@ -66,6 +71,8 @@ struct PlanSpec {
   int alignment_bytes = 0;  // 0: no requirement beyond the element size
   // requires.multiple_of: [expression, multiple] pairs the kernel's vectors need.
   std::vector<std::pair<std::string, int>> multiple_of;
+  // The call the captured entries are specialized for (the captured span of the source).
+  std::optional<CapturedCall> captured;
 };
 
 // A one-dimensional grid over the output's elements, `per_block` to a block: one block each
