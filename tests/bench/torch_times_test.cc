@@ -25,13 +25,16 @@ TEST(TorchTimes, ReadsOneLaunchAndGraphReplayTimesByRow) {
   EXPECT_DOUBLE_EQ(FastestMode(bn.graph_compiled_s), 1.4e-6);
   EXPECT_EQ(bn.note, "n");
   EXPECT_TRUE(times->at("big").graph_compiled_s.empty());
-  // A launch-bound winner (the worker's graph replays) against torch.compile's replays; one
+  // A launch-bound winner (the worker's graph replays) against torch.compile's replays by its
+  // replays on one input set, as the script times torch.compile's, and none without them; one
   // timed by events against one launch; without graph times, one launch either way.
-  EXPECT_EQ(VsTorchCompile(&bn, 1.25e-6, "cuda_graph"), "1.12× (graph replays)");
-  EXPECT_EQ(VsTorchCompile(&bn, 4.7e-6, "events"), "1.00×");
-  EXPECT_EQ(VsTorchCompile(&times->at("big"), 5e-5, "cuda_graph"), "0.80×");
-  EXPECT_EQ(VsTorchCompile(nullptr, 5e-5, "events"), "—");
-  EXPECT_EQ(VsTorchCompile(&bn, 0, "events"), "—");
+  EXPECT_EQ(VsTorchCompile(&bn, 1.6e-6, "cuda_graph", 1.25e-6),
+            "1.12× (graph replays, one input set)");
+  EXPECT_EQ(VsTorchCompile(&bn, 1.6e-6, "cuda_graph", 0), "—");
+  EXPECT_EQ(VsTorchCompile(&bn, 4.7e-6, "events", 0), "1.00×");
+  EXPECT_EQ(VsTorchCompile(&times->at("big"), 5e-5, "cuda_graph", 4e-5), "0.80×");
+  EXPECT_EQ(VsTorchCompile(nullptr, 5e-5, "events", 0), "—");
+  EXPECT_EQ(VsTorchCompile(&bn, 0, "events", 0), "—");
 }
 
 TEST(TorchTimes, MissingOrForeignFilesAreClearErrors) {

@@ -223,7 +223,8 @@ TEST_F(GpuEvaluationTest, CapturedEntryRunsForTheCapturedCallOnly) {
             "captured": {"shape_key": "0x%016x", "alignment_bytes": 16}})",
         key);
   };
-  const std::string source = ReadKernelFile("add_captured_entry.cu");
+  const std::string source =
+      ReadKernelFile("add_in_place.cu") + ReadKernelFile("add_captured_entry.cu");
   const std::string wrong = "#define CAPTURED_WRONG 1\n" + source;
   v1::EvaluationResult good = RunText(target, inputs, source, plan(KfShapeKey(call)), true);
   ASSERT_EQ(good.verdict(), v1::PASS) << Describe(good);

@@ -54,11 +54,12 @@ double FastestMode(const std::map<std::string, double>& times) {
 }
 
 std::string VsTorchCompile(const TorchTimes* times, double winner_s,
-                           const std::string& winner_mode) {
+                           const std::string& winner_mode, double winner_one_set_graph_s) {
   if (times == nullptr || winner_s <= 0) return "—";
   const double graph = FastestMode(times->graph_compiled_s);
   if (winner_mode == "cuda_graph" && graph > 0) {
-    return absl::StrFormat("%.2f× (graph replays)", graph / winner_s);
+    if (winner_one_set_graph_s <= 0) return "—";
+    return absl::StrFormat("%.2f× (graph replays, one input set)", graph / winner_one_set_graph_s);
   }
   const double one = FastestMode(times->compiled_s);
   return one > 0 ? absl::StrFormat("%.2f×", one / winner_s) : "—";

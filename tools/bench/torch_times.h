@@ -25,9 +25,14 @@ absl::StatusOr<std::map<std::string, TorchTimes>> ReadTorchTimes(const std::stri
 // The faster of torch.compile's modes in `times` (0 when there is none).
 double FastestMode(const std::map<std::string, double>& times);
 
-// "1.05×", or "1.05× (graph replays)" when the winner was timed as CUDA-graph replays
-// (`winner_mode` "cuda_graph") and the script replayed torch.compile too; "—" without times.
+// "1.05×", or "1.05× (graph replays, one input set)" when the winner was timed as CUDA-graph
+// replays (`winner_mode` "cuda_graph") and the script replayed torch.compile too: against
+// `winner_one_set_graph_s`, the winner's replays on one input set (the sweep's quick pass), as
+// the script replays torch.compile's. The worker's own replays rotate up to 64 copies of the
+// inputs, every call cold in L2, which for a kernel of a few kilobytes costs some 30% (1.26
+// against 0.97 µs, docs/benchmarks/2026-12-04-h200-captured-entry.md): not the script's method.
+// "—" without times, or without a one-set time for a graph-timed winner.
 std::string VsTorchCompile(const TorchTimes* times, double winner_s,
-                           const std::string& winner_mode);
+                           const std::string& winner_mode, double winner_one_set_graph_s);
 
 }  // namespace kforge::bench
