@@ -16,9 +16,9 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
-#include "common/shape_key.h"
 #include "common/tensor_io.h"
 #include "gtest/gtest.h"
+#include "services/proposer/synth/target_args.h"
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator.h"
 #include "services/worker/evaluator_pipeline.h"
@@ -205,34 +205,25 @@ TEST_F(GpuEvaluationTest, InPlaceTargetsAlsoRunInPlace) {
 TEST_F(GpuEvaluationTest, CapturedEntryRunsForTheCapturedCallOnly) {
   const std::string inputs = Serialize({at::randn({512, 1024}), at::randn({512, 1024})});
   const v1::Target target = testing::AddInPlaceTarget(512, 1024);
-  KfArgs call{};
-  call.num_inputs = 2;
-  call.num_outputs = 1;
-  for (KfTensor* t : {&call.inputs[0], &call.inputs[1], &call.outputs[0]}) {
-    t->ndim = 2;
-    t->sizes[0] = 512;
-    t->sizes[1] = 1024;
-    t->strides[0] = 1024;
-    t->strides[1] = 1;
-  }
-  auto plan = [](uint64_t key) {
+  const uint64_t key = synth::CapturedShapeKey(target);
+  auto plan = [](uint64_t shape_key) {
     return absl::StrFormat(
         R"({"launches": [{"entry": "kf_add", "captured_entry": "kf_add_captured",
                           "grid": ["1024"], "block": [256]}],
             "requires": {"contiguous": true, "alignment_bytes": 4},
             "captured": {"shape_key": "0x%016x", "alignment_bytes": 16}})",
-        key);
+        shape_key);
   };
   const std::string source =
       ReadKernelFile("add_in_place.cu") + ReadKernelFile("add_captured_entry.cu");
   const std::string wrong = "#define CAPTURED_WRONG 1\n" + source;
-  v1::EvaluationResult good = RunText(target, inputs, source, plan(KfShapeKey(call)), true);
+  v1::EvaluationResult good = RunText(target, inputs, source, plan(key), true);
   ASSERT_EQ(good.verdict(), v1::PASS) << Describe(good);
   EXPECT_GT(good.candidate().median_s(), 0);
-  v1::EvaluationResult caught = RunText(target, inputs, wrong, plan(KfShapeKey(call)));
+  v1::EvaluationResult caught = RunText(target, inputs, wrong, plan(key));
   EXPECT_EQ(caught.verdict(), v1::MISMATCH) << Describe(caught);
   EXPECT_EQ(caught.diagnostics().input_set(), "captured") << Describe(caught);
-  v1::EvaluationResult never_run = RunText(target, inputs, wrong, plan(KfShapeKey(call) ^ 1));
+  v1::EvaluationResult never_run = RunText(target, inputs, wrong, plan(key ^ 1));
   EXPECT_EQ(never_run.verdict(), v1::PASS) << Describe(never_run);
 }
 

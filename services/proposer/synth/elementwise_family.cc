@@ -557,7 +557,7 @@ __device__ __forceinline__ I kf_const_div(I e) {
   return sizeof(I) == 4 ? (I)((unsigned)e / (unsigned)D) : (I)((unsigned long long)e / D);
 }
 )";
-    if (p_.numel >= 0x7fffffffll) {  // 64-bit indices: no captured path
+    if (!HasCapturedPath()) {
       return src + R"(#define KF_CAPTURED_EXACT 0
 #define KF_CAPTURED_ONE0 0
 #define KF_CAPTURED_ONE1 0
@@ -595,13 +595,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     return src;
   }
 
-  // The call kf_elementwise_captured is for (none with 64-bit indices): its shape key, and
-  // pointers aligned for every tensor's vectors.
-  std::optional<CapturedCall> CapturedCallOf(const Config& c) const {
-    if (p_.numel >= 0x7fffffffll) return std::nullopt;
-    const int vec = c.GetInt("vec");
-    return CapturedCall{p_.shape_key, vec > 1 ? vec * MaxElementSize() : 1};
-  }
+  // Whether the kernel has kf_elementwise_captured: not for a call of 64-bit indices.
+  bool HasCapturedPath() const { return p_.numel < 0x7fffffffll; }
 
   // A one-shot grid of the captured call's vector path whose blocks tile it exactly.
   bool CapturedExact(const Config& c, const KfSetup& path) const {
@@ -799,9 +794,9 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                  std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
-    if (std::optional<CapturedCall> captured = CapturedCallOf(c)) {
+    if (HasCapturedPath()) {  // for the captured call with pointers aligned for its vectors
       plan.launches.back().captured_entry = "kf_elementwise_captured";
-      plan.captured = captured;
+      plan.captured = CapturedCall{p_.shape_key, std::max(plan.alignment_bytes, 1)};
     }
     return GeneratedKernel{WithMinBlocksPerSm(std::move(src), MinBlocksPerSm(gpu_, c)),
                            PlanJson(plan)};

@@ -56,7 +56,7 @@ struct PlanLaunch {
   // earlier launch of the plan wrote (docs/launch-plan.md).
   bool early_start = false;
   // Launched instead of `entry`, with KfCapturedArgs, for the plan's captured call.
-  std::string captured_entry;
+  std::string captured_entry{};  // empty: none
 };
 
 // Ends a generator's refusal of a vec that does not tile the shape: vector kernels carry no
