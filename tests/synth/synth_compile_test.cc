@@ -263,6 +263,44 @@ TEST_F(SynthCompileTest, StreamSplitsCompileAsThreeLaunches) {
   }
 }
 
+// A row split whose blocks take its chunks in ticket order (split_mode=ordered): a clearing
+// launch, then one launch that is not cooperative and starts in the clear's tail; the chunks'
+// first reads marked evict_last, their re-reads and the output's stores evict_first.
+TEST_F(SynthCompileTest, OrderedSplitsCompileAsClearAndOneLaunch) {
+  ASSERT_NE(compiler_, nullptr);
+  const std::pair<const char*, const char*> cases[] = {
+      {"group_norm_affine",
+       "row_threads=512;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+       "split_mode=ordered;unroll=1;grid=oneshot"},
+      {"softmax_last",
+       "row_threads=32;rows_per_block=2;vec=4;algo=online;cache=none;reg_cache=8;split=2;"
+       "split_mode=ordered;unroll=2;fast_math=0;grid=oneshot"},
+      {"layer_norm_affine",
+       "row_threads=64;rows_per_block=4;vec=4;algo=welford;cache=none;reg_cache=8;split=2;"
+       "split_mode=ordered;unroll=4;grid=oneshot"},
+  };
+  for (const auto& [name, config] : cases) {
+    std::string plan_json;
+    v1::CompileResult result =
+        CompileSampleConfig(*compiler_, name, v1::FLOAT32, config, &plan_json);
+    ASSERT_EQ(result.status(), v1::COMPILE_OK) << name << "\n" << result.log().substr(0, 4000);
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "ld.acquire.gpu")) << name;
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "atom.global.add.u64") ||
+                absl::StrContains(result.ptx(), "atom.add.u64"))
+        << name;  // the tickets
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "createpolicy.fractional.L2::evict_last")) << name;
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "st.global.L2::cache_hint")) << name;
+    EXPECT_TRUE(absl::StrContains(result.ptx(), "griddepcontrol.wait")) << name;
+    auto plan = LaunchPlan::Parse(plan_json);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_EQ(plan->launches().size(), 2u) << name;
+    EXPECT_EQ(plan->launches()[0].entry, "kf_rows_clear");
+    EXPECT_EQ(plan->launches()[1].entry, "kf_rows_ordered");
+    EXPECT_FALSE(plan->launches()[1].cooperative) << name;
+    EXPECT_TRUE(plan->launches()[1].early_start) << name;
+  }
+}
+
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {
   // "elementwise/to_" -> "elementwise_to"
   std::string selector = absl::StrReplaceAll(std::get<0>(info.param), {{"/", "_"}});

@@ -208,6 +208,13 @@ TEST_F(SynthGpuTest, StreamSplitsPassFullValidation) {
   EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "stream"), 10);
 }
 
+// Rows split into chunks that blocks take in ticket order (split_mode=ordered), waiting for
+// each other's partials, with the scratch of their counters poisoned before every run; the
+// held-out shapes change the row blocks and the lag.
+TEST_F(SynthGpuTest, OrderedSplitsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsWithParamPass("split_mode", "ordered"), 10);
+}
+
 // Broadcast inputs loaded once for several output rows (reuse > 1): the held-out shapes also
 // change the row length and leave a last row group short.
 TEST_F(SynthGpuTest, RowReuseConfigsPassFullValidation) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <set>
 
@@ -989,17 +990,19 @@ TEST(SynthesizerTest, MismatchWithFastMathTurnsItOff) {
 }
 
 // The children the synthesizer proposes after `config` (valid for the fp32 sample `name`)
-// failed to launch with `message`, beside the generator and the parent config.
-struct LaunchErrorChildren {
+// failed with `verdict` (a launch error unless given) and `message`, beside the generator and
+// the parent config.
+struct FailedParentChildren {
   std::unique_ptr<KernelGenerator> generator;
   Config parent;
   std::vector<Config> children;
 };
-LaunchErrorChildren ChildrenAfterLaunchError(const std::string& name, const std::string& config,
-                                             const std::string& message) {
+FailedParentChildren ChildrenAfterFailure(const std::string& name, const std::string& config,
+                                             const std::string& message,
+                                             v1::Verdict verdict = v1::LAUNCH_ERROR) {
   const auto samples = SampleTargets(v1::FLOAT32);
   const auto& sample = Sample(samples, name);
-  LaunchErrorChildren out;
+  FailedParentChildren out;
   out.generator = Bind(sample.target);
   out.parent = *out.generator->Space().Parse(config);
   EXPECT_EQ(out.generator->Check(out.parent), "");
@@ -1008,7 +1011,7 @@ LaunchErrorChildren ChildrenAfterLaunchError(const std::string& name, const std:
   parent.set_proposer("synth:" + sample.family);
   for (const auto& [k, v] : out.parent.values()) (*parent.mutable_params())[k] = v;
   v1::ProposeRequest request = Request(sample.target, 8, 9);
-  *request.mutable_parent() = Evaluated(parent, v1::LAUNCH_ERROR, message);
+  *request.mutable_parent() = Evaluated(parent, verdict, message);
   Synthesizer synth;
   auto proposed = synth.Propose(request);
   EXPECT_TRUE(proposed.ok());
@@ -1020,7 +1023,7 @@ LaunchErrorChildren ChildrenAfterLaunchError(const std::string& name, const std:
 }
 
 TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
-  const LaunchErrorChildren r = ChildrenAfterLaunchError(
+  const FailedParentChildren r = ChildrenAfterFailure(
       "layer_norm_affine",
       "row_threads=256;rows_per_block=4;vec=4;algo=welford;cache=smem;reg_cache=8;split=1;"
       "split_mode=scratch;unroll=1;grid=oneshot",
@@ -1033,7 +1036,7 @@ TEST(SynthesizerTest, SharedMemoryLaunchErrorAvoidsBiggerSharedMemory) {
 }
 
 TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
-  const LaunchErrorChildren r = ChildrenAfterLaunchError(
+  const FailedParentChildren r = ChildrenAfterFailure(
       "log_softmax_long_rows",
       "row_threads=256;rows_per_block=1;vec=1;algo=online;cache=none;reg_cache=8;split=8;"
       "split_mode=sync;unroll=2;fast_math=0;grid=oneshot",
@@ -1043,6 +1046,21 @@ TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
   for (const Config& child : r.children) {
     EXPECT_NE(child.Get("split_mode"), "sync");
     EXPECT_NE(child.Get("split_mode"), "sync_keep");
+  }
+}
+
+// A split whose blocks wait on each other's partials that timed out: no child waits so.
+TEST(SynthesizerTest, TimedOutWaitingSplitTurnsWaitingSplitsIntoScratch) {
+  const FailedParentChildren r = ChildrenAfterFailure(
+      "group_norm_affine",
+      "row_threads=512;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+      "split_mode=ordered;unroll=1;grid=oneshot",
+      "the kernel ran past its 10 s limit and was killed", v1::TIMEOUT);
+  ASSERT_GE(r.children.size(), 1u);
+  for (const Config& child : r.children) {
+    for (const char* mode : {"sync", "sync_keep", "ordered"}) {
+      EXPECT_NE(child.Get("split_mode"), mode) << child.ToString();
+    }
   }
 }
 
@@ -1415,6 +1433,29 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   }
 }
 
+// `config`'s kernel for `target` and its launch plan resolved for the target's shapes on 132
+// SMs; nullopt (with the failure recorded) when any step fails.
+struct PlannedKernel {
+  GeneratedKernel kernel;
+  ResolvedPlan plan;
+};
+std::optional<PlannedKernel> PlanFor(const KernelGenerator& generator, const v1::Target& target,
+                                     const Config& config) {
+  EXPECT_EQ(generator.Check(config), "");
+  auto kernel = generator.Generate(config);
+  EXPECT_TRUE(kernel.ok()) << kernel.status();
+  if (!kernel.ok()) return std::nullopt;
+  auto plan = LaunchPlan::Parse(kernel->launch_plan_json);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return std::nullopt;
+  std::vector<v1::TensorSignature> ins(target.inputs().begin(), target.inputs().end());
+  std::vector<v1::TensorSignature> outs(target.outputs().begin(), target.outputs().end());
+  auto resolved = plan->Resolve(BindSymbols(ins, outs, testing::IntArgs(target), 132));
+  EXPECT_TRUE(resolved.ok()) << resolved.status();
+  if (!resolved.ok()) return std::nullopt;
+  return PlannedKernel{*std::move(kernel), *std::move(resolved)};
+}
+
 // A stream split's plan: the partials per (row block, chunk), each row block's statistics, then
 // the output pass over (spans of a row, rows), with scratch for the partials and two floats a
 // row.
@@ -1425,15 +1466,10 @@ TEST(SynthesizerTest, StreamSplitPlansTheOutputPassPerRowSpan) {
   Config c = *generator->Space().Parse(
       "row_threads=32;rows_per_block=8;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
       "split_mode=stream;unroll=4;grid=oneshot");
-  ASSERT_EQ(generator->Check(c), "");
-  auto kernel = generator->Generate(c);
-  ASSERT_TRUE(kernel.ok()) << kernel.status();
-  auto plan = LaunchPlan::Parse(kernel->launch_plan_json);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  std::vector<v1::TensorSignature> ins(target.inputs().begin(), target.inputs().end());
-  std::vector<v1::TensorSignature> outs(target.outputs().begin(), target.outputs().end());
-  auto resolved = plan->Resolve(BindSymbols(ins, outs, testing::IntArgs(target), 132));
-  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  std::optional<PlannedKernel> planned = PlanFor(*generator, target, c);
+  ASSERT_TRUE(planned.has_value());
+  const GeneratedKernel* kernel = &planned->kernel;
+  const ResolvedPlan* resolved = &planned->plan;
   ASSERT_EQ(resolved->launches.size(), 3u);
   EXPECT_EQ(resolved->launches[0].grid, (Dim3{32, 4, 1}));  // row blocks x chunks
   EXPECT_EQ(resolved->launches[1].grid, (Dim3{32, 1, 1}));
@@ -1449,9 +1485,9 @@ TEST(SynthesizerTest, StreamSplitPlansTheOutputPassPerRowSpan) {
     EXPECT_THAT(kernel->source, HasSubstr(line));
   }
   c.Set("rows_per_block", "32");  // spans of 16384 elements overrun the row
-  kernel = generator->Generate(c);
-  ASSERT_TRUE(kernel.ok()) << kernel.status();
-  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_EXACT false\n"));
+  auto overrunning = generator->Generate(c);
+  ASSERT_TRUE(overrunning.ok()) << overrunning.status();
+  EXPECT_THAT(overrunning->source, HasSubstr("#define KF_CAPTURED_EXACT false\n"));
   // A per-row op has no output pass to stream.
   auto sum = Bind(Sample(SampleTargets(v1::FLOAT32), "sum_last").target);
   ASSERT_NE(sum, nullptr);
@@ -1459,6 +1495,47 @@ TEST(SynthesizerTest, StreamSplitPlansTheOutputPassPerRowSpan) {
       "row_threads=64;rows_per_block=1;vec=2;split=4;split_mode=scratch;unroll=2;grid=oneshot");
   r.Set("split_mode", "stream");
   EXPECT_THAT(sum->Check(r), HasSubstr("an op with an output pass"));
+}
+
+// An ordered split's plan: a clearing launch over the row blocks' counters, then about the
+// resident blocks taking twice the (row block, chunk) items in ticket order, with scratch for
+// the partials, the arrival counters and the ticket; the lag is sized by the GPU's L2.
+TEST(SynthesizerTest, OrderedSplitPlansAClearThenResidentBlocksTakingTickets) {
+  const v1::Target target = Sample(SampleTargets(v1::FLOAT32), "group_norm_affine").target;
+  auto generator = Bind(target);  // 8x256x32x32, 32 groups: 256 rows of 8192
+  ASSERT_NE(generator, nullptr);
+  Config c = *generator->Space().Parse(
+      "row_threads=128;rows_per_block=2;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+      "split_mode=ordered;unroll=1;grid=oneshot");
+  std::optional<PlannedKernel> planned = PlanFor(*generator, target, c);
+  ASSERT_TRUE(planned.has_value());
+  const ResolvedPlan* resolved = &planned->plan;
+  ASSERT_EQ(resolved->launches.size(), 2u);
+  EXPECT_EQ(resolved->launches[0].entry, "kf_rows_clear");
+  EXPECT_EQ(resolved->launches[0].grid, (Dim3{1, 1, 1}));  // 128 row blocks' counters
+  EXPECT_EQ(resolved->launches[1].entry, "kf_rows_ordered");
+  EXPECT_EQ(resolved->launches[1].block, (Dim3{256, 1, 1}));
+  // 132 SMs times the blocks of 256 threads resident on one, under the 1,024 tickets.
+  EXPECT_GE(resolved->launches[1].grid.x, 132);
+  EXPECT_LE(resolved->launches[1].grid.x, 1024);
+  EXPECT_FALSE(resolved->launches[1].cooperative);
+  EXPECT_TRUE(resolved->launches[1].early_start);
+  EXPECT_EQ(resolved->scratch_bytes, 256 * 4 * 12 + 128 * 4 + 16);  // Welford partials: 12 B
+  EXPECT_THAT(planned->kernel.source, HasSubstr(absl::StrCat("#define KF_ORDERED_LAG_BYTES ",
+                                                     GpuModel{}.l2_bytes / 4, "ll\n")));
+  // Canonical: no row cache (the write re-reads from L2), one-pass statistics.
+  c.Set("cache", "smem");
+  c.Set("algo", "two_pass");
+  const Config canonical = generator->Canonicalize(c);
+  EXPECT_EQ(canonical.Get("cache"), "none");
+  EXPECT_EQ(canonical.Get("algo"), "welford");
+  // A per-row op has no output pass to interleave: not in its space.
+  auto sum = Bind(Sample(SampleTargets(v1::FLOAT32), "sum_last").target);
+  ASSERT_NE(sum, nullptr);
+  Config r = *sum->Space().Parse(
+      "row_threads=64;rows_per_block=1;vec=2;split=4;split_mode=scratch;unroll=2;grid=oneshot");
+  r.Set("split_mode", "ordered");
+  EXPECT_FALSE(sum->Space().Contains(r));
 }
 
 // The norms' generated code: per-vector Welford with an approximate division, vector loads

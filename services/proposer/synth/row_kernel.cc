@@ -693,8 +693,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args
 }
 )";
 
-// The sync split's device code and entry points, emitted only for sync configs (every byte
-// of a source counts against the compile policy's size limit, #if'd out or not).
+// The sync split's device code and entry points, emitted only for sync and ordered configs
+// (every byte of a source counts against the compile policy's size limit, #if'd out or not).
 constexpr char kSyncEntries[] = R"(
 // A sync split: one cooperative launch whose items are (row block, chunk) pairs in
 // row-block-major order, taken in sweeps of gridDim.x, a multiple of KF_SPLIT (so a row
@@ -860,6 +860,85 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sy
   kf_i64 rows, cols;
   kf_geometry(args, rows, cols);
   kf_rows_sync_body<KF_VEC>(args, rows, cols);
+}
+)";
+
+// An ordered split's clearing launch (kSyncEntries' kf_rows_clear) also zeroes its ticket
+// counter, 8-byte aligned after the arrival counters (scratch_bytes has room for it).
+constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
+    {"extern \"C\" __global__ void kf_rows_clear(KfArgs args) {",
+     "__device__ __forceinline__ unsigned long long* kf_tickets(const KfArgs& args,\n"
+     "                                                          kf_i64 rows) {\n"
+     "  const unsigned* end = kf_arrivals(args, rows) + kf_ceil_div(rows, KF_RPB);\n"
+     "  return reinterpret_cast<unsigned long long*>(\n"
+     "      (reinterpret_cast<unsigned long long>(end) + 7) / 8 * 8);\n"
+     "}\n"
+     "extern \"C\" __global__ void kf_rows_clear(KfArgs args) {"},
+    {"    arrivals[i] = 0;\n  }\n}",
+     "    arrivals[i] = 0;\n  }\n"
+     "  if (blockIdx.x == 0 && threadIdx.x == 0) *kf_tickets(args, rows) = 0;\n}"},
+};
+
+// split_mode ordered: the items in one launch of about the resident blocks, which take them
+// in ticket order (an atomic counter): each row block's chunks are read `lag` row blocks
+// before they are written, reads and writes interleaved, so that the write re-reads them from
+// L2 while `lag` row blocks of reads and writes stay within KF_ORDERED_LAG_BYTES (a quarter of
+// L2). A sync split's sweep is all its resident blocks' chunks, most of a VAE group norm,
+// which outgrows L2. A block waits only on items of smaller tickets, held by blocks that have
+// started (the next ticket is taken while an item runs, and is behind it), so the launch needs
+// no co-residency: not cooperative. (H200, group norm 1x128x512x512 fp32, by hand before this
+// mode: 92-96 us at a lag of 8-16 MB, 103-104 at 32-64 MB, the stream split 106.6;
+// docs/benchmarks/2026-12-04-h200-ordered-split.md.)
+constexpr char kOrderedEntry[] = R"(
+template <int V>
+__device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 rows,
+                                                     kf_i64 cols) {
+  __shared__ KfStat red[KF_RPB][KF_WARPS];
+  __shared__ unsigned long long ticket;
+  const int lane = threadIdx.x % KF_RT;
+  const int rib = threadIdx.x / KF_RT;
+  const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
+  KfStat* partials = reinterpret_cast<KfStat*>(args.scratch.data);
+  unsigned* arrivals = kf_arrivals(args, rows);
+  unsigned long long* tickets = kf_tickets(args, rows);
+  const kf_i64 row_blocks = kf_ceil_div(rows, KF_RPB);
+  const kf_i64 block_bytes = max((kf_i64)1, (kf_i64)KF_RPB * cols * (kf_i64)sizeof(TI));
+  const kf_i64 lag =
+      max((kf_i64)1, min(row_blocks, (KF_ORDERED_LAG_BYTES + block_bytes / 2) / block_bytes));
+  // Units of KF_SPLIT tickets: the reads of row blocks [0, lag), then the reads of row block
+  // lag + j beside the writes of row block j, then the writes of the last lag row blocks.
+  const kf_i64 pairs_end = 2 * (row_blocks - lag);
+  const unsigned long long total = 2ull * (unsigned long long)row_blocks * KF_SPLIT;
+  if (threadIdx.x == 0) ticket = atomicAdd(tickets, 1ull);
+  __syncthreads();
+  for (unsigned long long t = ticket; t < total;) {
+    unsigned long long next = 0;
+    if (threadIdx.x == 0) next = atomicAdd(tickets, 1ull);
+    const kf_i64 unit = (kf_i64)(t / KF_SPLIT), q = unit - lag;
+    const bool write = q >= 0 && (q >= pairs_end || (q & 1));
+    const kf_i64 rb = q < 0            ? unit
+                      : q >= pairs_end ? unit - row_blocks
+                      : write          ? q / 2
+                                       : lag + q / 2;
+    const KfItem it = kf_item(rb * KF_SPLIT + (kf_i64)(t % KF_SPLIT), rows, cols, chunk, rib);
+    if (write) {
+      kf_sync_write<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
+    } else {
+      kf_sync_read<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
+    }
+    __syncthreads();  // every thread has read `ticket` and is done with the item
+    if (threadIdx.x == 0) ticket = next;
+    __syncthreads();
+    t = ticket;
+  }
+}
+
+// Scheduled into the clearing launch's tail (early_start): it waits for the cleared counters.
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_ordered(KfArgs args) {
+  kf_wait_previous();
+  kf_i64 rows, cols;
+  kf_geometry(args, rows, cols);
+  kf_rows_ordered_body<KF_VEC>(args, rows, cols);
 }
 )";
 
@@ -1474,13 +1553,18 @@ class RowKernelGenerator : public KernelGenerator {
     params.push_back({"split", {"1", "2", "4", "8", "16", "32", "64", "128", "256"},
                       "blocks that share one row"});
     std::vector<std::string> split_modes = {"scratch", "cluster", "sync", "sync_keep"};
-    if (!per_row_) split_modes.push_back("stream");
+    if (!per_row_) {
+      split_modes.push_back("stream");
+      split_modes.push_back("ordered");
+    }
     params.push_back({"split_mode", split_modes,
                       "combine a split row through scratch (two launches; stream: three, the "
                       "output pass a pointwise launch in address order), through the "
                       "distributed shared memory of a thread-block cluster, or through "
                       "scratch in one cooperative launch whose blocks keep their chunks "
-                      "(sync_keep: in L2, by eviction priorities)"});
+                      "(sync_keep: in L2, by eviction priorities), or in one launch that "
+                      "takes the chunks in ticket order and writes each row block a few row "
+                      "blocks after reading it, from L2 (ordered)"});
     params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
     if (UsesExp(p_.op)) {
       params.push_back({"fast_math", {"0", "1"}, "approximate exp, log and division (PTX .ftz)"});
@@ -1508,16 +1592,16 @@ class RowKernelGenerator : public KernelGenerator {
     if (c.GetInt("split") > 1 && p_.chain.has_repeated_rows()) c.Set("row_order", "linear");
     const bool scratch_split =
         (c.GetInt("split") > 1 && c.Get("split_mode") == "scratch") || Stream(c);
-    const bool one_pass_split = scratch_split || Sync(c);
+    const bool one_pass_split = scratch_split || Sync(c) || InTicketOrder(c);
     if (!per_row_) {
-      if (scratch_split) c.Set("cache", "none");
+      if (scratch_split || InTicketOrder(c)) c.Set("cache", "none");
       if (c.Get("cache") != "regs") c.Set("reg_cache", "8");
     }
     if (one_pass_split && HasAlgoChoice(p_.op)) {
       c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
     }
-    // A sync split's grid is always the resident blocks.
-    if (Sync(c)) c.Set("grid", "oneshot");
+    // A sync or ordered split's grid is always the resident blocks.
+    if (Sync(c) || InTicketOrder(c)) c.Set("grid", "oneshot");
     // The register cache loop is fully unrolled already.
     if (!per_row_ && c.Get("cache") == "regs") c.Set("unroll", "1");
     return c;
@@ -1566,13 +1650,17 @@ class RowKernelGenerator : public KernelGenerator {
     if (split > 1 && c.Get("split_mode") != "cluster" && TwoPass(c)) {
       return "a row split through scratch needs one-pass statistics";
     }
+    if (InTicketOrder(c) && per_row_) {
+      return "an ordered split interleaves each row block's output pass with later reads: an "
+             "op with an output pass";
+    }
     if (Stream(c) && per_row_) {
       return "a stream split writes the output in a launch of its own: an op with an output "
              "pass";
     }
     if (L2Keep(c) && (per_row_ || c.Get("cache") != "none")) {
-      return "sync_keep keeps the chunks a sync split re-reads in L2: cache none, and an op "
-             "with an output pass";
+      return "sync_keep and ordered keep the chunks a split re-reads in L2: cache none, and an "
+             "op with an output pass";
     }
     if (Sync(c) && !per_row_ && c.Get("cache") == "regs") {
       return "a sync split holds two chunks per block (one read, one written): shared memory or "
@@ -1755,6 +1843,11 @@ class RowKernelGenerator : public KernelGenerator {
                                               per_elem_ops, flight_elems, in_bytes, out_bytes,
                                               weight_bytes);
     }
+    if (InTicketOrder(c)) {
+      return regs.SpillFactor() * OrderedSeconds(c, regs.allocated, pass_cycles, reduce_cycles,
+                                                 per_elem_ops, flight_elems, in_bytes,
+                                                 out_bytes, weight_bytes);
+    }
     std::vector<LaunchCost> launches;
     LaunchCost main;
     main.blocks = grid_x * split;
@@ -1843,10 +1936,6 @@ class RowKernelGenerator : public KernelGenerator {
     const bool reread_in_l2 = grid * SyncItemBytes(c) <= kSyncSweepL2Share * gpu_.l2_bytes;
     constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
 
-    LaunchCost clear;
-    clear.blocks = std::ceil(items / split / 256);
-    clear.threads = 256;
-    clear.dram_bytes = items / split * 4;
     LaunchCost main;
     main.blocks = grid;
     main.threads = rt * rpb;
@@ -1870,7 +1959,51 @@ class RowKernelGenerator : public KernelGenerator {
     // (H200 exhaustive sweep, 2026-12-01): double-buffered chunks cost occupancy the bytes do
     // not show. One that holds nothing ran as estimated.
     const double calibration = held ? 1.3 : 1.0;
-    return calibration * synth::EstimateSeconds(gpu_, {clear, main});
+    return calibration * synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
+  }
+
+  // The prior of an ordered split: a clearing launch, then about the resident blocks taking
+  // twice the items (each a chunk's read or its write) in ticket order. The writes re-read
+  // from L2 but where a row block outgrows the quarter of it the lag is sized for.
+  double OrderedSeconds(const Config& c, int registers, double pass_cycles,
+                        double reduce_cycles, double per_elem_ops, double flight_elems,
+                        double in_bytes, double out_bytes, double weight_bytes) const {
+    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int split = c.GetInt("split");
+    const int in_size = ElementSize(p_.in_dtype);
+    const double rows = static_cast<double>(std::max<int64_t>(1, p_.rows));
+    const double elems = rows * std::max<int64_t>(1, p_.cols);
+    const double tickets = 2.0 * SyncItems(c);
+    const double grid = std::min(tickets, double(gpu_.sm_count) * ResidentBlocksPerSm(c));
+    const bool reread_in_l2 =
+        double(rpb) * std::max<int64_t>(1, p_.cols) * in_size <= 0.25 * gpu_.l2_bytes;
+    // The partials' fence and arrival, the write's wait and its merge of the row's partials
+    // (the next ticket is fetched while an item runs).
+    constexpr double kItemCycles = 800;
+
+    LaunchCost main;
+    main.blocks = grid;
+    main.threads = rt * rpb;
+    main.shared_bytes = StaticSharedBytes(c);
+    main.registers = registers;
+    main.bytes_in_flight_per_thread = flight_elems * in_size;
+    main.ops = elems * per_elem_ops + 2 * rows * split * reduce_cycles * rt / 4;
+    main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : in_bytes);
+    main.l2_bytes = reread_in_l2 ? in_bytes : 0;
+    main.block_latency_cycles =
+        std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles);
+    main.dram_bytes *= WidthFactor(c.GetInt("vec"));
+    return synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
+  }
+
+  // The launch that zeroes a sync or ordered split's counters, one per row block.
+  LaunchCost ClearLaunch(const Config& c) const {
+    const double row_blocks = static_cast<double>(SyncItems(c) / c.GetInt("split"));
+    LaunchCost clear;
+    clear.blocks = std::ceil(row_blocks / 256);
+    clear.threads = 256;
+    clear.dram_bytes = row_blocks * 4;
+    return clear;
   }
 
   std::vector<Config> Seeds() const override {
@@ -1939,6 +2072,21 @@ class RowKernelGenerator : public KernelGenerator {
         c.Set("split_mode", "sync_keep");
         seeds.push_back(c);
       }
+    }
+    // The chunks in ticket order, 64 KB each, two blocks of 512 threads per SM (by hand on the
+    // H200's VAE group norms: 92.3 us where four of 512 with 32 KB items took 94.4, eight of
+    // 256 with 32 KB 96.5).
+    if (!per_row_) {
+      Config c = seeds.front();
+      c.SetInt("row_threads", 512);
+      c.Set("cache", "none");
+      c.Set("split_mode", "ordered");
+      c.Set("unroll", "1");
+      int split = 2;
+      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * ElementSize(p_.in_dtype);
+      while (split < 256 && row_bytes / split > (64 << 10)) split *= 2;
+      c.SetInt("split", split);
+      seeds.push_back(c);
     }
     return seeds;
   }
@@ -2038,7 +2186,8 @@ class RowKernelGenerator : public KernelGenerator {
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     const bool sync = Sync(c);
     const bool stream = Stream(c);
-    const bool scratch = split > 1 && !cluster && !sync && !stream;
+    const bool ordered = InTicketOrder(c);
+    const bool scratch = split > 1 && !cluster && !sync && !stream && !ordered;
     const bool two_pass = TwoPass(c);
     const std::string cache = per_row_ ? "none" : c.Get("cache");
     const int cache_code = SmemCache(c) ? 1 : cache == "regs" ? 2 : 0;
@@ -2057,7 +2206,7 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_SPLIT ", split, "\n#define KF_CLUSTER ", cluster ? 1 : 0,
                     "\n#define KF_UNROLL ", unroll, "\n#define KF_PASSES ", two_pass ? 2 : 1,
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0,
-                    "\n#define KF_MIN_BLOCKS ", sync ? ResidentBlocksPerSm(c) : 1,
+                    "\n#define KF_MIN_BLOCKS ", sync || ordered ? ResidentBlocksPerSm(c) : 1,
                     "\n#define KF_SPLIT_MIN_BLOCKS ",
                     scratch || stream ? SplitBlocksPerSm(c) : 1, "\n");
     src += GeometryCode(p_);
@@ -2069,7 +2218,15 @@ class RowKernelGenerator : public KernelGenerator {
     if (cache == "smem_f32") src += CacheHooks(p_, false);
     const bool operand_order = c.Get("row_order") == "operand";
     if (operand_order) src += kOperandRowOrder;
-    const char* entries = scratch ? kSplitEntries : sync ? kSyncEntries : kSingleEntry;
+    const std::string entries =
+        scratch   ? kSplitEntries
+        : sync    ? kSyncEntries
+        : ordered ? absl::StrCat(Rewritten(kSyncEntries, kOrderedClearAccesses), kOrderedEntry)
+                  : kSingleEntry;
+    if (ordered) {
+      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", gpu_.l2_bytes / 4, "ll\n",
+                      kProgrammaticLaunch);
+    }
     if (L2Keep(c)) {
       src += kL2CacheHints;
       src += Rewritten(absl::StrCat(kRowEngine, entries), kL2KeepAccesses);
@@ -2133,6 +2290,25 @@ class RowKernelGenerator : public KernelGenerator {
       PlanLaunch launch{"kf_rows_sync", {"GRID", "1", "1"}, block, shared, {}};
       launch.cooperative = true;
       plan.launches.push_back(launch);
+    } else if (ordered) {
+      // Partials, an arrival counter per row block, then the 8-byte ticket counter; a grid of
+      // the resident blocks, each taking items until the tickets run out.
+      plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
+      plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
+                                        " + ROW_BLOCKS * 4 + 16");
+      plan.launches.push_back({"kf_rows_clear",
+                               {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"},
+                               {256, 1, 1},
+                               "0",
+                               {}});
+      PlanLaunch launch{"kf_rows_ordered",
+                        {absl::StrCat("min(2 * ITEMS, num_sms * ", ResidentBlocksPerSm(c), ")"),
+                         "1", "1"},
+                        block,
+                        "0",
+                        {}};
+      launch.early_start = true;
+      plan.launches.push_back(launch);
     } else if (stream) {
       // The partials (KfStat, at most 16 bytes), then each row's two floats 16-byte aligned.
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * 16 + ROWS * 8 + 16");
@@ -2185,7 +2361,14 @@ class RowKernelGenerator : public KernelGenerator {
     return c.GetInt("split") > 1 &&
            (c.Get("split_mode") == "sync" || c.Get("split_mode") == "sync_keep");
   }
-  bool L2Keep(const Config& c) const { return Sync(c) && c.Get("split_mode") == "sync_keep"; }
+  // Chunks re-read from L2 under eviction priorities (kL2KeepAccesses): sync_keep, ordered.
+  bool L2Keep(const Config& c) const {
+    return (Sync(c) && c.Get("split_mode") == "sync_keep") || InTicketOrder(c);
+  }
+  // A split whose blocks take the sync split's items in ticket order (kOrderedEntry).
+  bool InTicketOrder(const Config& c) const {
+    return c.GetInt("split") > 1 && c.Get("split_mode") == "ordered";
+  }
   // A scratch split whose output pass is a pointwise launch of its own.
   bool Stream(const Config& c) const {
     return c.GetInt("split") > 1 && c.Get("split_mode") == "stream";
@@ -2210,7 +2393,7 @@ class RowKernelGenerator : public KernelGenerator {
     int wanted = Registers(c);
     if (!per_row_ && c.Get("cache") == "regs") wanted += c.GetInt("reg_cache");
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
-    const int min_blocks = Sync(c)                             ? ResidentBlocksPerSm(c)
+    const int min_blocks = Sync(c) || InTicketOrder(c)         ? ResidentBlocksPerSm(c)
                            : c.GetInt("split") > 1 && c.Get("split_mode") != "cluster"
                                ? SplitBlocksPerSm(c)
                                : 1;

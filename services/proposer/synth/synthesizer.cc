@@ -50,6 +50,11 @@ bool UsesSplitMode(const Config& c, std::string_view mode) {
   return c.GetInt("split") > 1 && c.Get("split_mode") == mode;
 }
 
+// Splits whose blocks spin until other blocks' partials arrive (sync, sync_keep, ordered).
+bool BlocksWaitOnEachOther(const Config& c) {
+  return UsesSplitMode(c, "sync") || UsesSplitMode(c, "sync_keep") || UsesSplitMode(c, "ordered");
+}
+
 // Register pressure of a config, relative only: more cached/in-flight elements, more registers.
 int Pressure(const Config& c) {
   return c.GetInt("reg_cache") + std::max(1, c.GetInt("vec")) *
@@ -64,6 +69,7 @@ struct Feedback {
   bool no_fast_math = false;
   bool no_cluster = false;
   bool no_sync = false;  // a cooperative launch was refused: its blocks did not all fit
+  bool no_waiting_split = false;  // a split whose blocks wait on each other timed out
   int max_pressure = std::numeric_limits<int>::max();  // parent spilled: stay below it
 };
 
@@ -122,6 +128,10 @@ class Proposal {
       }
       if (absl::StrContains(text, "cooperative")) fb->no_sync = true;
     }
+    // A hang or a crawl where blocks wait on each other's partials: the wait is the suspect.
+    if (verdict == v1::TIMEOUT && config.has_value() && BlocksWaitOnEachOther(*config)) {
+      fb->no_waiting_split = true;
+    }
     if ((verdict == v1::MISMATCH || verdict == v1::NONDETERMINISTIC) && config.has_value() &&
         config->GetInt("fast_math") == 1) {
       fb->no_fast_math = true;
@@ -135,12 +145,14 @@ class Proposal {
     }
   }
 
-  // Applies what feedback forbids where a fix exists (fast math off, cluster or cooperative
-  // split to scratch), then canonicalizes. nullopt when the result is invalid or forbidden.
+  // Applies what feedback forbids where a fix exists (fast math off; a cluster, cooperative or
+  // waiting split to scratch), then canonicalizes. nullopt when the result is invalid or
+  // forbidden.
   std::optional<Config> Admit(Config c, const Feedback& fb) const {
     if (fb.no_fast_math && c.GetInt("fast_math") == 1) c.Set("fast_math", "0");
     if ((fb.no_cluster && UsesSplitMode(c, "cluster")) ||
-        (fb.no_sync && (UsesSplitMode(c, "sync") || UsesSplitMode(c, "sync_keep")))) {
+        (fb.no_sync && (UsesSplitMode(c, "sync") || UsesSplitMode(c, "sync_keep"))) ||
+        (fb.no_waiting_split && BlocksWaitOnEachOther(c))) {
       c.Set("split_mode", "scratch");
     }
     c = generator_.Canonicalize(c);
