@@ -8,6 +8,7 @@ set(_kforge_synth_device_code
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh KFORGE_EMBED_FAST_DIVIDE)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh KFORGE_EMBED_BROADCAST_GROUPS)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh KFORGE_EMBED_ELEMENTWISE_PATH)
+file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/ticket_order.cuh KFORGE_EMBED_TICKET_ORDER)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/synth/device/device_code.cc.in
                ${CMAKE_CURRENT_BINARY_DIR}/synth/device_code.cc @ONLY)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_kforge_synth_device_code})

@@ -3,7 +3,8 @@
 // and strides for random broadcast patterns and layouts, with groups merged as documented;
 // a row span (kf_row_span, the reuse path's form) is what it says; a view read along its own
 // shape (the layout family's copy) is read where its strides say; an elementwise call's path
-// (kf_decide) follows its inputs' forms and alignment.
+// (kf_decide) follows its inputs' forms and alignment; an ordered split's tickets name every
+// chunk's read and write once, every read of a row block before its writes, `lag` apart.
 #include "services/proposer/synth/device_code.h"
 
 #include <gtest/gtest.h>
@@ -226,6 +227,57 @@ TEST(ElementwisePath, FollowsTheInputsFormsAndAlignment) {
   EXPECT_EQ(s.path, KF_PATH_SCALAR);
   EXPECT_EQ(s.mode0, KF_FLAT);
   EXPECT_EQ(s.mode1, KF_FLAT);
+}
+
+// The ordered split's schedule for every row block count, split and lag up to a dozen: each
+// chunk read once and written once; a row block's writes only after all its reads (a block
+// waits only for smaller tickets: no deadlock); and its first write right after the reads of
+// row block `rb + lag` (the reads in between are the L2 budget).
+TEST(DeviceCodeTest, TicketOrderReadsEveryChunkBeforeItsWriteLagRowBlocksApart) {
+  for (long long row_blocks = 1; row_blocks <= 12; ++row_blocks) {
+    for (int split : {1, 2, 3, 8}) {
+      for (long long lag = 1; lag <= row_blocks; ++lag) {
+        std::vector<long long> read_at(row_blocks * split, -1), write_at(row_blocks * split, -1);
+        const unsigned long long count = kf_ticket_count(row_blocks, split);
+        ASSERT_EQ(count, 2ull * row_blocks * split);
+        for (unsigned long long t = 0; t < count; ++t) {
+          const KfTicketItem item = kf_ticket_item(t, row_blocks, lag, split);
+          ASSERT_GE(item.row_block, 0);
+          ASSERT_LT(item.row_block, row_blocks);
+          ASSERT_GE(item.part, 0);
+          ASSERT_LT(item.part, split);
+          long long& at = (item.write ? write_at : read_at)[item.row_block * split + item.part];
+          ASSERT_EQ(at, -1) << "ticket " << t << " repeats an item";
+          at = static_cast<long long>(t);
+        }
+        for (long long rb = 0; rb < row_blocks; ++rb) {
+          const auto first = [&](const std::vector<long long>& at) {
+            return *std::min_element(at.begin() + rb * split, at.begin() + (rb + 1) * split);
+          };
+          const auto last = [&](const std::vector<long long>& at) {
+            return *std::max_element(at.begin() + rb * split, at.begin() + (rb + 1) * split);
+          };
+          EXPECT_LT(last(read_at), first(write_at)) << row_blocks << " " << split << " " << lag;
+          long long read_before = 0;  // row blocks with a read before rb's first write
+          for (long long other = 0; other < row_blocks; ++other) {
+            read_before += read_at[other * split] < first(write_at) ? 1 : 0;
+          }
+          EXPECT_EQ(read_before, std::min(rb + lag + 1, row_blocks))
+              << row_blocks << " " << split << " " << lag << " " << rb;
+        }
+      }
+    }
+  }
+}
+
+// The lag: the budget's bytes in row blocks, rounded, at least one and at most all.
+TEST(DeviceCodeTest, TicketLagIsTheBudgetInRowBlocksRounded) {
+  const long long mib = 1 << 20;
+  EXPECT_EQ(kf_ticket_lag(32, 4 * mib, 15 * mib), 4);  // 3.75: the VAE's 4 MB rows
+  EXPECT_EQ(kf_ticket_lag(32, 2 * mib, 15 * mib), 8);  // 7.5
+  EXPECT_EQ(kf_ticket_lag(32, 64 * mib, 15 * mib), 1);
+  EXPECT_EQ(kf_ticket_lag(3, 1024, 15 * mib), 3);
+  EXPECT_EQ(kf_ticket_lag(1, 0, 15 * mib), 1);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ typedef long long kf_i64;
 #include "services/proposer/synth/device/fast_divide.cuh"
 #include "services/proposer/synth/device/broadcast_groups.cuh"
 #include "services/proposer/synth/device/elementwise_path.cuh"
+#include "services/proposer/synth/device/ticket_order.cuh"
 #undef KF_HD
 
 // The .cuh texts, to embed in kernel sources after DevicePreamble (which defines KF_HD for the
@@ -21,5 +22,6 @@ typedef long long kf_i64;
 std::string_view FastDivideSource();
 std::string_view BroadcastGroupsSource();
 std::string_view ElementwisePathSource();
+std::string_view TicketOrderSource();
 
 }  // namespace kforge::synth

@@ -902,26 +902,18 @@ __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 
   unsigned* arrivals = kf_arrivals(args, rows);
   unsigned long long* tickets = kf_tickets(args, rows);
   const kf_i64 row_blocks = kf_ceil_div(rows, KF_RPB);
-  const kf_i64 block_bytes = max((kf_i64)1, (kf_i64)KF_RPB * cols * (kf_i64)sizeof(TI));
-  const kf_i64 lag =
-      max((kf_i64)1, min(row_blocks, (KF_ORDERED_LAG_BYTES + block_bytes / 2) / block_bytes));
-  // Units of KF_SPLIT tickets: the reads of row blocks [0, lag), then the reads of row block
-  // lag + j beside the writes of row block j, then the writes of the last lag row blocks.
-  const kf_i64 pairs_end = 2 * (row_blocks - lag);
-  const unsigned long long total = 2ull * (unsigned long long)row_blocks * KF_SPLIT;
+  const kf_i64 lag = kf_ticket_lag(row_blocks, (kf_i64)KF_RPB * cols * (kf_i64)sizeof(TI),
+                                   KF_ORDERED_LAG_BYTES);
+  const unsigned long long total = kf_ticket_count(row_blocks, KF_SPLIT);
   if (threadIdx.x == 0) ticket = atomicAdd(tickets, 1ull);
   __syncthreads();
   for (unsigned long long t = ticket; t < total;) {
     unsigned long long next = 0;
     if (threadIdx.x == 0) next = atomicAdd(tickets, 1ull);
-    const kf_i64 unit = (kf_i64)(t / KF_SPLIT), q = unit - lag;
-    const bool write = q >= 0 && (q >= pairs_end || (q & 1));
-    const kf_i64 rb = q < 0            ? unit
-                      : q >= pairs_end ? unit - row_blocks
-                      : write          ? q / 2
-                                       : lag + q / 2;
-    const KfItem it = kf_item(rb * KF_SPLIT + (kf_i64)(t % KF_SPLIT), rows, cols, chunk, rib);
-    if (write) {
+    const KfTicketItem item = kf_ticket_item(t, row_blocks, lag, KF_SPLIT);
+    const KfItem it =
+        kf_item(item.row_block * KF_SPLIT + item.part, rows, cols, chunk, rib);
+    if (item.write) {
       kf_sync_write<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
     } else {
       kf_sync_read<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
@@ -2224,8 +2216,9 @@ class RowKernelGenerator : public KernelGenerator {
         : ordered ? absl::StrCat(Rewritten(kSyncEntries, kOrderedClearAccesses), kOrderedEntry)
                   : kSingleEntry;
     if (ordered) {
-      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", gpu_.l2_bytes / 4, "ll\n",
-                      kProgrammaticLaunch);
+      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", gpu_.l2_bytes / 4, "ll\n");
+      src += kProgrammaticLaunch;
+      src += TicketOrderSource();
     }
     if (L2Keep(c)) {
       src += kL2CacheHints;
