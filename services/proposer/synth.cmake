@@ -4,7 +4,8 @@
 set(_kforge_synth_device_code
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh
-  ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh)
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/ticket_order.cuh)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh KFORGE_EMBED_FAST_DIVIDE)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh KFORGE_EMBED_BROADCAST_GROUPS)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh KFORGE_EMBED_ELEMENTWISE_PATH)
