@@ -3,8 +3,10 @@
 # side on long rows. First the synth GPU tests that validate the waiting and streaming splits
 # (ordered, sync, sync_keep, stream: full validation, held-out shapes, poisoned scratch), then
 # per mode a capped sweep of that mode alone (synth_sweep.sh with split_mode=MODE), every mode
-# against the same torch.compile times, measured once. Writes OUT_DIR/split-modes.md (the
-# tests' summary and each mode's table) and OUT_DIR/split-modes.tgz (logs, details).
+# against the same torch.compile times, measured once; then each mode's fastest kernel of the
+# VAE rows beside the hand-written ticket-order kernel it is measured against
+# (ticket_reference.sh; KFORGE_SPLIT_REFERENCE=0 skips it). Writes OUT_DIR/split-modes.md (the
+# tests' summary and the tables) and OUT_DIR/split-modes.tgz (logs, details).
 #   KFORGE_SPLIT_ROWS=row,row     anchor rows (default: the SD VAE decoder's three group norms)
 #   KFORGE_SPLIT_MODES="m m"      split modes, in order (default "ordered stream")
 #   KFORGE_SPLIT_MAX_CONFIGS=N    configs swept per row and mode (default 40)
@@ -39,5 +41,11 @@ for mode in $MODES; do
     torch_times=(env "KFORGE_SWEEP_TORCH_TIMES=$RAW/$mode/torch-compile-times.json")
   { echo; echo "## split_mode=$mode"; echo; cat "$RAW/$mode/synth-sweep.md"; } >>"$TABLE"
 done
+if [[ ${KFORGE_SPLIT_REFERENCE:-1} == 1 ]]; then
+  details=""
+  for mode in $MODES; do details="$details $RAW/$mode/synth-sweep-details"; done
+  KFORGE_TICKET_DETAILS=$details bash tools/gpu-steps/ticket_reference.sh "$RAW" >"$RAW/reference.log" 2>&1
+  { echo; cat "$RAW/ticket-reference.md"; } >>"$TABLE"
+fi
 tar czf "$OUT_DIR/split-modes.tgz" -C "$OUT_DIR" split-modes
 cat "$TABLE"
