@@ -52,8 +52,8 @@ void SetLauncherFields(KfArgs* args);
 // Launches every launch of `plan` in order on `stream` with `args` as the one kernel
 // parameter, its launcher fields set; when the call is the plan's captured one (its shape key
 // and alignment), a launch's captured entry instead, with KfCapturedArgs (args->data). No
-// synchronization and no host copies, so it can be captured into a CUDA graph. An error names the launch, its configuration and the driver's
-// reason.
+// synchronization and no host copies, so it can be captured into a CUDA graph. An error names
+// the launch, its configuration and the driver's reason.
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                            const KernelFunctions& functions, CUstream stream, KfArgs* args);
 

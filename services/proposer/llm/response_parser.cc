@@ -192,15 +192,15 @@ std::vector<KernelDecl> FindKernels(const std::vector<Token>& tokens) {
 // Whether `kernel` takes exactly one `type` (KfArgs, or KfCapturedArgs for a captured entry)
 // by value.
 bool TakesOne(const KernelDecl& kernel, absl::string_view type) {
-  int kfargs = 0;
+  int count = 0;
   for (const std::string& text : kernel.params) {
     if (text == type) {
-      ++kfargs;
+      ++count;
     } else if (text == "," || text == "*" || text == "&") {
       return false;
     }
   }
-  return kfargs == 1;
+  return count == 1;
 }
 
 // --- includes ---
@@ -359,6 +359,13 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
   }
   const std::string defined_text =
       defined.empty() ? "none" : absl::StrCat("only ", absl::StrJoin(defined, ", "));
+  auto find_kernel = [&](const std::string& name) {
+    return std::find_if(kernels.begin(), kernels.end(),
+                        [&](const KernelDecl& k) { return k.name == name; });
+  };
+  auto add_entry = [&](const std::string& name) {
+    if (std::find(entries.begin(), entries.end(), name) == entries.end()) entries.push_back(name);
+  };
   for (size_t i = 0; i < launches->size(); ++i) {
     const nlohmann::json& launch = (*launches)[i];
     if (!launch.is_object() || !launch.contains("entry") || !launch["entry"].is_string() ||
@@ -371,8 +378,7 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
                                  defined_text, ")."));
     }
     const std::string entry = launch["entry"].get<std::string>();
-    auto kernel = std::find_if(kernels.begin(), kernels.end(),
-                               [&](const KernelDecl& k) { return k.name == entry; });
+    auto kernel = find_kernel(entry);
     if (kernel == kernels.end() || !kernel->extern_c) {
       return Reject(
           kRejectBadEntryPoint,
@@ -390,13 +396,10 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
                                  "__global__ void ",
                                  entry, "(KfArgs args). Read tensors and scalars from args."));
     }
-    if (std::find(entries.begin(), entries.end(), entry) == entries.end()) {
-      entries.push_back(entry);
-    }
+    add_entry(entry);
     if (launch.contains("captured_entry") && launch["captured_entry"].is_string()) {
       const std::string captured = launch["captured_entry"].get<std::string>();
-      auto k = std::find_if(kernels.begin(), kernels.end(),
-                            [&](const KernelDecl& d) { return d.name == captured; });
+      auto k = find_kernel(captured);
       if (k == kernels.end() || !k->extern_c || !TakesOne(*k, "KfCapturedArgs")) {
         return Reject(kRejectBadEntryPoint,
                       absl::StrCat("launches[", i, "].captured_entry is '", captured,
@@ -405,9 +408,7 @@ std::optional<v1::Rejection> CheckPlan(const std::string& plan_text,
                                    captured, "(KfCapturedArgs args); or leave the captured "
                                    "call out."));
       }
-      if (std::find(entries.begin(), entries.end(), captured) == entries.end()) {
-        entries.push_back(captured);
-      }
+      add_entry(captured);
     }
   }
   absl::StatusOr<LaunchPlan> parsed = LaunchPlan::Parse(plan_text);

@@ -693,9 +693,9 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args
 }
 )";
 
-// The sync split's device code and entry points, emitted only for sync and ordered configs
+// The sync split's items, their reads and writes, emitted only for sync and ordered configs
 // (every byte of a source counts against the compile policy's size limit, #if'd out or not).
-constexpr char kSyncEntries[] = R"(
+constexpr char kSyncItems[] = R"(
 // A sync split: one cooperative launch whose items are (row block, chunk) pairs in
 // row-block-major order, taken in sweeps of gridDim.x, a multiple of KF_SPLIT (so a row
 // block's chunks fall in one sweep and its blocks are resident together). Software-pipelined:
@@ -822,7 +822,11 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
   kf_write_chunk<V>(args, it.row, it.valid, cols, it.c0, it.c1, lane, false, read, ctx);
 #endif
 }
+)";
 
+// split_mode sync: the sweeps of one cooperative launch (kSyncItems' comment), and its
+// entry after kSyncClear, where it always stood (a sync kernel's source is as it was).
+constexpr char kSyncSweepBody[] = R"(
 template <int V>
 __device__ __forceinline__ void kf_rows_sync_body(const KfArgs& args, kf_i64 rows, kf_i64 cols) {
   __shared__ KfStat red[KF_RPB][KF_WARPS];
@@ -845,7 +849,10 @@ __device__ __forceinline__ void kf_rows_sync_body(const KfArgs& args, kf_i64 row
     if (item >= items) break;
   }
 }
+)";
 
+// The launch that zeroes the row blocks' arrival counters before a sync or ordered split.
+constexpr char kSyncClear[] = R"(
 extern "C" __global__ void kf_rows_clear(KfArgs args) {
   kf_i64 rows, cols;
   kf_geometry(args, rows, cols);
@@ -855,7 +862,9 @@ extern "C" __global__ void kf_rows_clear(KfArgs args) {
        i += (kf_i64)gridDim.x * blockDim.x) {
     arrivals[i] = 0;
   }
-}
+})";
+
+constexpr char kSyncSweepEntry[] = R"(
 extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sync(KfArgs args) {
   kf_i64 rows, cols;
   kf_geometry(args, rows, cols);
@@ -863,8 +872,8 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sy
 }
 )";
 
-// An ordered split's clearing launch (kSyncEntries' kf_rows_clear) also zeroes its ticket
-// counter, 8-byte aligned after the arrival counters (scratch_bytes has room for it).
+// An ordered split's clearing launch (kSyncClear) also zeroes its ticket counter, 8-byte
+// aligned after the arrival counters (scratch_bytes has room for it).
 constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
     {"extern \"C\" __global__ void kf_rows_clear(KfArgs args) {",
      "__device__ __forceinline__ unsigned long long* kf_tickets(const KfArgs& args,\n"
@@ -1915,9 +1924,8 @@ class RowKernelGenerator : public KernelGenerator {
   double SyncSeconds(const Config& c, int registers, double pass_cycles, double reduce_cycles,
                      double per_elem_ops, double flight_elems, double in_bytes,
                      double out_bytes, double weight_bytes) const {
-    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int rt = c.GetInt("row_threads");
     const int split = c.GetInt("split"), vec = c.GetInt("vec");
-    const int in_size = ElementSize(p_.in_dtype);
     const double rows = static_cast<double>(std::max<int64_t>(1, p_.rows));
     const double elems = rows * std::max<int64_t>(1, p_.cols);
     const double items = static_cast<double>(SyncItems(c));
@@ -1928,12 +1936,7 @@ class RowKernelGenerator : public KernelGenerator {
     const bool reread_in_l2 = grid * SyncItemBytes(c) <= kSyncSweepL2Share * gpu_.l2_bytes;
     constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
 
-    LaunchCost main;
-    main.blocks = grid;
-    main.threads = rt * rpb;
-    main.shared_bytes = SharedBytes(c);
-    main.registers = registers;
-    main.bytes_in_flight_per_thread = flight_elems * in_size;
+    LaunchCost main = ResidentLaunch(c, grid, registers, flight_elems);
     main.ops = elems * per_elem_ops + rows * split * reduce_cycles * rt / 4;
     main.lockstep = true;  // every block waits for its row's others: none hides another
     // sync_keep marks the first read's lines evict_last: where a sweep outgrows L2, a share of
@@ -1968,17 +1971,12 @@ class RowKernelGenerator : public KernelGenerator {
     const double tickets = 2.0 * SyncItems(c);
     const double grid = std::min(tickets, double(gpu_.sm_count) * ResidentBlocksPerSm(c));
     const bool reread_in_l2 =
-        double(rpb) * std::max<int64_t>(1, p_.cols) * in_size <= 0.25 * gpu_.l2_bytes;
+        double(rpb) * std::max<int64_t>(1, p_.cols) * in_size <= OrderedLagBytes();
     // The partials' fence and arrival, the write's wait and its merge of the row's partials
     // (the next ticket is fetched while an item runs).
     constexpr double kItemCycles = 800;
 
-    LaunchCost main;
-    main.blocks = grid;
-    main.threads = rt * rpb;
-    main.shared_bytes = StaticSharedBytes(c);
-    main.registers = registers;
-    main.bytes_in_flight_per_thread = flight_elems * in_size;
+    LaunchCost main = ResidentLaunch(c, grid, registers, flight_elems);
     main.ops = elems * per_elem_ops + 2 * rows * split * reduce_cycles * rt / 4;
     main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : in_bytes);
     main.l2_bytes = reread_in_l2 ? in_bytes : 0;
@@ -1986,6 +1984,18 @@ class RowKernelGenerator : public KernelGenerator {
         std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles);
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
     return synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
+  }
+
+  // A sync or ordered split's launch of `grid` resident blocks, before its bytes and work.
+  LaunchCost ResidentLaunch(const Config& c, double grid, int registers,
+                            double flight_elems) const {
+    LaunchCost launch;
+    launch.blocks = grid;
+    launch.threads = c.GetInt("row_threads") * c.GetInt("rows_per_block");
+    launch.shared_bytes = SharedBytes(c);
+    launch.registers = registers;
+    launch.bytes_in_flight_per_thread = flight_elems * ElementSize(p_.in_dtype);
+    return launch;
   }
 
   // The launch that zeroes a sync or ordered split's counters, one per row block.
@@ -2212,11 +2222,12 @@ class RowKernelGenerator : public KernelGenerator {
     if (operand_order) src += kOperandRowOrder;
     const std::string entries =
         scratch   ? kSplitEntries
-        : sync    ? kSyncEntries
-        : ordered ? absl::StrCat(Rewritten(kSyncEntries, kOrderedClearAccesses), kOrderedEntry)
+        : sync    ? absl::StrCat(kSyncItems, kSyncSweepBody, kSyncClear, kSyncSweepEntry)
+        : ordered ? absl::StrCat(kSyncItems, Rewritten(kSyncClear, kOrderedClearAccesses),
+                                 kOrderedEntry)
                   : kSingleEntry;
     if (ordered) {
-      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", gpu_.l2_bytes / 4, "ll\n");
+      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", OrderedLagBytes(), "ll\n");
       src += kProgrammaticLaunch;
       src += TicketOrderSource();
     }
@@ -2428,6 +2439,12 @@ class RowKernelGenerator : public KernelGenerator {
   // sweeps), splits of 512 and 1024 and the row's last block merging its partials once ran
   // 1-5% slower on the H200's group norms (2026-12-01-h200-sync-splits-and-models.md).
   static constexpr double kSyncSweepL2Share = 0.25;
+  // An ordered split's lag, the reads and writes between a chunk's read and its re-read: this
+  // share of L2 (by hand on the H200's VAE group norms, 16 MB of its 60 beat 8 and 32-64).
+  static constexpr double kOrderedLagL2Share = 0.25;
+  int64_t OrderedLagBytes() const {
+    return static_cast<int64_t>(kOrderedLagL2Share * gpu_.l2_bytes);
+  }
   int64_t SyncItems(const Config& c) const {
     const int64_t rpb = c.GetInt("rows_per_block");
     return (std::max<int64_t>(1, p_.rows) + rpb - 1) / rpb * c.GetInt("split");

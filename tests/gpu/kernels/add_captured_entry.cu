@@ -14,7 +14,8 @@ extern "C" __global__ void kf_add_captured(KfCapturedArgs args) {
   const float* x = (const float*)args.data[0];
   const float* other = (const float*)args.data[1];
   float* y = (float*)args.data[KF_MAX_INPUTS];
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 512 * 1024; i += gridDim.x * blockDim.x) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 512 * 1024;
+       i += gridDim.x * blockDim.x) {
     y[i] = CAPTURED_WRONG ? x[i] - other[i] : x[i] + other[i];
   }
 }
