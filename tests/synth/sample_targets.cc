@@ -376,6 +376,36 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Scalar("dim", Ints({1, 2, 3})).Scalar("keepdim", Bool(true)).Scalar("dtype", None())
             .Output(Dense(y, t)));
   }
+  {
+    // RMSNorm written out, as Llama, Qwen3 and T5 write it: `x * rsqrt(x.pow(2).mean(-1,
+    // keepdim=True) + eps)` on the hidden state in float32 (read by pow and by the mul, two
+    // inputs to capture), then `weight * h.to(dtype)`: the mean broadcast back over its row.
+    const v1::DType f = v1::FLOAT32;
+    S x = pick({2, 1024, 1024}, {3, 7, 96});
+    S r = {x[0], x[1], 1};
+    std::vector<v1::Target> nodes = {
+        TargetBuilder("aten::pow", "Tensor_Scalar").Tensor("self", Dense(x, f))
+            .Scalar("exponent", Int(2)).Output(Dense(x, f)),
+        TargetBuilder("aten::mean", "dim").Tensor("self", Dense(x, f)).Scalar("dim", Ints({-1}))
+            .Scalar("keepdim", Bool(true)).Scalar("dtype", None()).Output(Dense(r, f)),
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(r, f))
+            .Scalar("other", Float(1e-6)).Scalar("alpha", Int(1)).Output(Dense(r, f)),
+        TargetBuilder("aten::rsqrt", "").Tensor("self", Dense(r, f)).Output(Dense(r, f)),
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, f))
+            .Tensor("other", Dense(r, f)).Output(Dense(x, f))};
+    std::vector<std::string> links = {"self", "self", "self", "other"};
+    if (t != f) {
+      nodes.push_back(TargetBuilder("aten::to", "dtype").Tensor("self", Dense(x, f))
+                          .Scalar("dtype", Int(TorchDType(t))).Scalar("non_blocking", Bool(false))
+                          .Scalar("copy", Bool(false)).Scalar("memory_format", None())
+                          .Output(Dense(x, t)));
+      links.push_back("self");
+    }
+    nodes.push_back(TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense({x[2]}, t))
+                        .Tensor("other", Dense(x, t)).Output(Dense(x, t)));
+    links.push_back("other");
+    add("mean_broadcast_rms_norm", "reduction", JoinChain(nodes, links));
+  }
   // Elementwise.
   {
     S x = pick({32, 64, 56, 56}, {3, 5, 7, 9});

@@ -393,6 +393,14 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
       {"batch_norm_add_relu",
        "// kforge synth: batch_norm inference -> add -> relu\n",
        {"#define KF_EPILOGUE 1", "kf_epi_load<V>(args, k * V, epi[j]);", "return a + b;"}},
+      // The mean broadcast back: every element the row's mean through the epilogue, which
+      // reads the hidden state (input 1, operand 0) and the weight's row (operand 1).
+      {"mean_broadcast_rms_norm",
+       "// kforge synth: pow 2 -> mean -> add by 1e-06 -> rsqrt -> mul -> to bfloat16 -> mul "
+       "rows",
+       {"ctx.a = kf_reduce_value(s, ctx.cols);", "return ctx.a; }", "ch.base0 = row * cols;",
+        "ch.base1 = (row * cols) % args.inputs[2].numel;", "x = kf_epi2(o.v0[i], x);",
+        "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);"}},
   };
   for (const Case& test : cases) {
     SCOPED_TRACE(test.sample);
@@ -415,6 +423,32 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
   auto plain = alone->Generate(testing::ValidSample(*alone, 1, 1)[0]);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(plain->source, Not(HasSubstr("KfChain")));
+}
+
+// A reduction in a chain is written only where the nodes after it broadcast its value back
+// over the row it reduced; otherwise the refusal says what the family writes.
+TEST(SynthesizerTest, AChainedReductionMustBeBroadcastBackOverItsRow) {
+  const v1::Target rms = Sample(SampleTargets(v1::FLOAT32), "mean_broadcast_rms_norm").target;
+  ASSERT_NE(testing::BindForTest(rms), nullptr);
+  auto with_mean_arg = [&](const char* name, const v1::ScalarValue& value) {
+    v1::Target t = rms;
+    for (v1::Argument& arg : *t.mutable_nodes(1)->mutable_args()) {
+      if (arg.name() == name) *arg.mutable_scalar() = value;
+    }
+    return t;
+  };
+  EXPECT_THAT(Refusal(with_mean_arg("keepdim", scalar::Bool(false))),
+              HasSubstr("(keepdim=True) is broadcast back to the input's shape"));
+  EXPECT_THAT(Refusal(with_mean_arg("dim", scalar::Ints({1}))),
+              HasSubstr("(keepdim=True) is broadcast back to the input's shape"));
+  // A chain that ends at the reduction writes one value per row: not a broadcast.
+  v1::Target ends = rms;
+  ends.mutable_nodes()->DeleteSubrange(2, ends.nodes_size() - 2);
+  ends.mutable_nodes(1)->set_outputs(0, "out0");
+  *ends.mutable_outputs(0) = testing::Dense({2, 1024, 1}, v1::FLOAT32);
+  ends.mutable_input_names()->DeleteSubrange(1, ends.input_names_size() - 1);
+  ends.mutable_inputs()->DeleteSubrange(1, ends.inputs_size() - 1);
+  EXPECT_THAT(Refusal(ends), HasSubstr("broadcast back"));
 }
 
 // The bf16 sample attention chain (mul -> add mask -> softmax -> to) and a one-warp-per-row

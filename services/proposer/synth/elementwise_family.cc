@@ -1021,7 +1021,11 @@ absl::Status BindArithmetic(const TargetArgs& args, const std::string& op, Eleme
     if (p.op == UnaryOp::kAdd || p.op == UnaryOp::kSub || p.op == UnaryOp::kRsub) {
       KF_ASSIGN_OR_RETURN(p.alpha, args.FloatOr("alpha", 2, 1.0));
     }
-    if (!args.InputIndex("other", 1).has_value() && !args.IsNone("other", 1)) {
+    // `other` is a tensor where it is an input or, in a chain, the value it streams
+    // (`weight * x`).
+    const bool other_tensor =
+        args.InputIndex("other", 1).has_value() || args.IsChainedValue("other", 1);
+    if (!other_tensor && !args.IsNone("other", 1)) {
       KF_ASSIGN_OR_RETURN(double other, args.Float("other", 1));
       p.other_value = other;
       p.num_inputs = 1;

@@ -2,6 +2,8 @@
 // tensor. Reducing the trailing dims is a row reduction (the row engine); reducing middle
 // dims is a column reduction: threads run along the kept inner dim, so loads are
 // coalesced, and the reduced dim is shared by the threads of a block (and, split, by blocks).
+// A chain whose reduction of the trailing dims is broadcast back over the row (RMSNorm
+// written out) is the row engine's too, its output pass each element's epilogue.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -11,6 +13,7 @@
 #include "common/status.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/kernel_source.h"
+#include "services/proposer/synth/pointwise_chain.h"
 #include "services/proposer/synth/row_kernel.h"
 #include "services/proposer/synth/target_args.h"
 
@@ -298,7 +301,49 @@ class ReductionFamily : public Family {
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
+    if (target.nodes_size() > 1) return BindBroadcastChain(target, gpu);
     KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
+    KF_ASSIGN_OR_RETURN(const RowOp kind, Kind(args));
+    KF_ASSIGN_OR_RETURN(int x, args.RequiredInput("self", 0));
+    if (x != 0) return absl::UnimplementedError("the reduced tensor must be the first input");
+    const v1::TensorSignature& in = args.input(0);
+    const v1::TensorSignature& out = args.output(0);
+    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
+    if (kind == RowOp::kArgmax) {
+      if (out.dtype() != v1::INT64 || !IsContiguous(out)) {
+        return absl::InvalidArgumentError("argmax output must be a contiguous int64 tensor");
+      }
+    } else {
+      KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
+    }
+    KF_ASSIGN_OR_RETURN(const ReducedDims dims, Reduced(args, kind));
+    const int ndim = in.sizes_size();
+    if (dims.last == ndim - 1) {
+      RowProblem p;
+      p.op = kind;
+      p.in_dtype = in.dtype();
+      p.out_dtype = out.dtype();
+      p.ndim = ndim;
+      p.row_dims = dims.last - dims.first + 1;
+      p.rows = dims.outer;
+      p.cols = dims.size;
+      return MakeRowKernelGenerator(p, gpu);
+    }
+    ColumnProblem p;
+    p.op = kind;
+    p.in_dtype = in.dtype();
+    p.out_dtype = kind == RowOp::kArgmax ? v1::INT64 : out.dtype();
+    p.ndim = ndim;
+    p.first = dims.first;
+    p.last = dims.last;
+    p.outer = dims.outer;
+    p.reduced = dims.size;
+    p.inner = dims.inner;
+    return std::unique_ptr<KernelGenerator>(std::make_unique<ColumnReduceGenerator>(p, gpu));
+  }
+
+ private:
+  static absl::StatusOr<RowOp> Kind(const TargetArgs& args) {
     const std::string op = args.OpName();
     RowOp kind;
     if (op == "sum") {
@@ -314,24 +359,22 @@ class ReductionFamily : public Family {
     } else {
       return absl::UnimplementedError(absl::StrCat("reduction family does not cover ", op));
     }
-    KF_ASSIGN_OR_RETURN(int x, args.RequiredInput("self", 0));
-    if (x != 0) return absl::UnimplementedError("the reduced tensor must be the first input");
+    return kind;
+  }
+
+  // The reduced dims [first, last] of the node's input (the target's first input's shape) and
+  // the element counts before, within and after them.
+  struct ReducedDims {
+    int first = 0, last = 0;
+    int64_t outer = 1, size = 1, inner = 1;
+  };
+  static absl::StatusOr<ReducedDims> Reduced(const TargetArgs& args, RowOp kind) {
     const v1::TensorSignature& in = args.input(0);
-    const v1::TensorSignature& out = args.output(0);
-    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
-    if (kind == RowOp::kArgmax) {
-      if (out.dtype() != v1::INT64 || !IsContiguous(out)) {
-        return absl::InvalidArgumentError("argmax output must be a contiguous int64 tensor");
-      }
-    } else {
-      KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
-    }
     const int ndim = in.sizes_size();
     if (ndim == 0) return absl::UnimplementedError("reduction of a 0-d tensor");
-
     // Reduced dims: the dim argument, or every dim when it is absent, None or empty.
     std::vector<int64_t> dims;
-    const bool full_overload = target.nodes(0).overload().empty() && kind != RowOp::kArgmax &&
+    const bool full_overload = args.node().overload().empty() && kind != RowOp::kArgmax &&
                                kind != RowOp::kAmax && kind != RowOp::kAmin;
     if (!full_overload && !args.IsNone("dim", 1)) {
       KF_ASSIGN_OR_RETURN(dims, args.IntList("dim", 1));
@@ -344,38 +387,73 @@ class ReductionFamily : public Family {
     if (reduced.empty()) {
       for (int d = 0; d < ndim; ++d) reduced.insert(d);
     }
-    const int first = *reduced.begin(), last = *reduced.rbegin();
-    if (last - first + 1 != static_cast<int>(reduced.size())) {
+    ReducedDims r;
+    r.first = *reduced.begin();
+    r.last = *reduced.rbegin();
+    if (r.last - r.first + 1 != static_cast<int>(reduced.size())) {
       return absl::UnimplementedError(absl::StrCat(
-          op, " over dims [", absl::StrJoin(reduced, ","),
+          args.OpName(), " over dims [", absl::StrJoin(reduced, ","),
           "]: the reduction family covers adjacent dims only"));
     }
-    int64_t outer = 1, size = 1, inner = 1;
     for (int d = 0; d < ndim; ++d) {
-      (d < first ? outer : d <= last ? size : inner) *= in.sizes(d);
+      (d < r.first ? r.outer : d <= r.last ? r.size : r.inner) *= in.sizes(d);
     }
-    if (last == ndim - 1) {
-      RowProblem p;
-      p.op = kind;
-      p.in_dtype = in.dtype();
-      p.out_dtype = out.dtype();
-      p.ndim = ndim;
-      p.row_dims = last - first + 1;
-      p.rows = outer;
-      p.cols = size;
-      return MakeRowKernelGenerator(p, gpu);
+    return r;
+  }
+
+  // A chain around a reduction of the trailing dims that keeps them (keepdim=True) and whose
+  // epilogue broadcasts the row's value back over the row, as RMSNorm written out does
+  // (`x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`): the row engine's output pass, each
+  // element the row's value through the epilogue, which reads the other tensors.
+  static absl::StatusOr<std::unique_ptr<KernelGenerator>> BindBroadcastChain(
+      const v1::Target& target, const GpuModel& gpu) {
+    const int anchor = ChainAnchor(target);
+    KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::ForChainNode(target, anchor, 0));
+    KF_ASSIGN_OR_RETURN(const RowOp kind, Kind(args));
+    const std::string what = absl::StrCat("a chain around ", args.OpName());
+    if (kind == RowOp::kArgmax) {
+      return absl::UnimplementedError(absl::StrCat(what, ": an index is not broadcast back"));
     }
-    ColumnProblem p;
+    KF_ASSIGN_OR_RETURN(int x, args.RequiredInput("self", 0));
+    if (x != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(what, ": the reduction must read the value the chain streams"));
+    }
+    const v1::TensorSignature& in = args.input(0);
+    const v1::TensorSignature& out = args.output(0);
+    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
+    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
+    KF_ASSIGN_OR_RETURN(const ReducedDims dims, Reduced(args, kind));
+    const int ndim = in.sizes_size();
+    bool keepdim = false;
+    if (!args.IsNone("keepdim", 2)) {
+      KF_ASSIGN_OR_RETURN(keepdim, args.Bool("keepdim", 2));
+    }
+    if (dims.last != ndim - 1 || !keepdim || anchor + 1 == target.nodes_size() ||
+        !std::equal(in.sizes().begin(), in.sizes().end(), out.sizes().begin(),
+                    out.sizes().end())) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": the reduction family writes chains whose reduction of the trailing dims "
+          "(keepdim=True) is broadcast back to the input's shape by the nodes after it "
+          "(an LLM proposer can write the chain)"));
+    }
+    RowProblem p;
     p.op = kind;
+    p.broadcast = true;
     p.in_dtype = in.dtype();
-    p.out_dtype = kind == RowOp::kArgmax ? v1::INT64 : out.dtype();
+    p.out_dtype = out.dtype();
     p.ndim = ndim;
-    p.first = first;
-    p.last = last;
-    p.outer = outer;
-    p.reduced = size;
-    p.inner = inner;
-    return std::unique_ptr<KernelGenerator>(std::make_unique<ColumnReduceGenerator>(p, gpu));
+    p.row_dims = dims.last - dims.first + 1;
+    p.rows = dims.outer;
+    p.cols = dims.size;
+    // sum and mean of a float tensor are of its dtype unless `dtype` says otherwise.
+    v1::DType anchor_dtype = in.dtype();
+    if ((kind == RowOp::kSum || kind == RowOp::kMean) && !args.IsNone("dtype", 3)) {
+      KF_ASSIGN_OR_RETURN(anchor_dtype, args.ScalarType("dtype", 3));
+    }
+    KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, anchor, p.cols, anchor_dtype));
+    p.shape_key = CapturedShapeKey(target);
+    return MakeRowKernelGenerator(p, gpu);
   }
 };
 

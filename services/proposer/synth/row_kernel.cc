@@ -1157,10 +1157,17 @@ constexpr char kNegInf[] = "__int_as_float(0xff800000)";
 }  // namespace
 
 std::string ReduceStatCode(RowOp op) {
-  constexpr char kStore[] = R"(
+  // The row's value, and its store (argmax stores an index instead).
+  constexpr char kValue[] = R"(
+__device__ __forceinline__ float kf_reduce_value(const KfStat& s, kf_i64 count) {
+  return )";
+  constexpr char kStore[] = R"(;
+}
 __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfStat& s,
                                                 kf_i64 count) {
-  out[index] = kf_from_float<TO>()";
+  out[index] = kf_from_float<TO>(kf_reduce_value(s, count));
+}
+)";
   switch (op) {
     case RowOp::kSum:
     case RowOp::kMean:
@@ -1177,10 +1184,9 @@ __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat&
   return {a.s + b.s};
 }
 )",
-                          kStore,
-                          op == RowOp::kMean ? "(float)(s.s / (double)count)" : "(float)s.s", R"();
-}
-)");
+                          kValue,
+                          op == RowOp::kMean ? "(float)(s.s / (double)count)" : "(float)s.s",
+                          kStore);
     case RowOp::kAmax:
     case RowOp::kAmin: {
       const bool is_max = op == RowOp::kAmax;
@@ -1200,9 +1206,7 @@ __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat&
                           fn, R"((a.v, b.v)};
 }
 )",
-                          kStore, R"(s.v);
-}
-)");
+                          kValue, "s.v", kStore);
     }
     case RowOp::kArgmax:
       return R"(
@@ -1497,12 +1501,23 @@ __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 c
 template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
   return kf_reduce_merge(a, b);
 }
+)",
+                          p.broadcast ? R"(
+// The row's value broadcast back: every element of the output pass is it, before the
+// chain's epilogue.
+template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
+  ctx.a = kf_reduce_value(s, ctx.cols);
+}
+__device__ __forceinline__ float kf_out(float, kf_i64, const KfRowCtx& ctx) { return ctx.a; }
+)"
+                                      : R"(
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {}
 __device__ __forceinline__ void kf_write_row(const KfStat& s, const KfRowCtx& ctx,
                                              const KfArgs& args) {
   kf_reduce_store(reinterpret_cast<TO*>(args.outputs[0].data), ctx.row, s, ctx.cols);
 }
-)", kNoOutParams);
+)",
+                          kNoOutParams, p.broadcast ? kOutVecOfOut : "");
   }
   return "";
 }
@@ -1526,7 +1541,7 @@ int Log2(int64_t x) {
 class RowKernelGenerator : public KernelGenerator {
  public:
   RowKernelGenerator(const RowProblem& problem, const GpuModel& gpu)
-      : p_(problem), gpu_(gpu), per_row_(RowOpWritesRows(problem.op)) {
+      : p_(problem), gpu_(gpu), per_row_(WritesRows(problem)) {
     std::vector<ParamDef> params = {
         {"row_threads", {"4", "8", "16", "32", "64", "128", "256", "512", "1024"},
          "threads that share one row"},
@@ -2485,9 +2500,10 @@ class RowKernelGenerator : public KernelGenerator {
 
 }  // namespace
 
-bool RowOpWritesRows(RowOp op) {
-  return op == RowOp::kSum || op == RowOp::kMean || op == RowOp::kAmax || op == RowOp::kAmin ||
-         op == RowOp::kArgmax;
+bool WritesRows(const RowProblem& p) {
+  const bool reduction = p.op == RowOp::kSum || p.op == RowOp::kMean || p.op == RowOp::kAmax ||
+                         p.op == RowOp::kAmin || p.op == RowOp::kArgmax;
+  return reduction && !p.broadcast;
 }
 
 std::string RowOpName(RowOp op) {

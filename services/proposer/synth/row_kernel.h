@@ -55,15 +55,21 @@ struct RowProblem {
   // A chain target's elementwise nodes before and after the op: applied to every value read
   // of input 0 and every value written (empty for a single op).
   PointwiseChain chain;
+  // A reduction (sum, mean, amax, amin) whose result a chain broadcasts back over its row
+  // (keepdim, then an epilogue of the row's shape: RMSNorm written as pow, mean, add, rsqrt,
+  // mul): every element is written, the row's statistic being the epilogue's value.
+  bool broadcast = false;
 };
 
-bool RowOpWritesRows(RowOp op);  // one value per row (reductions) vs every element
+// Whether the op writes one value per row (a reduction not broadcast back), not every element.
+bool WritesRows(const RowProblem& p);
 std::string RowOpName(RowOp op);
 
 // Device code of a reduction's statistics (sum, mean, amax, amin, argmax), shared by the row
 // engine and the column reduction: struct KfStat, kf_reduce_identity(),
-// kf_reduce_add(KfStat&, float x, kf_i64 index), kf_reduce_merge(a, b) and
-// kf_reduce_store(TO* out, kf_i64 index, const KfStat&, kf_i64 count). Needs typedef TO.
+// kf_reduce_add(KfStat&, float x, kf_i64 index), kf_reduce_merge(a, b),
+// kf_reduce_store(TO* out, kf_i64 index, const KfStat&, kf_i64 count) and, but for argmax,
+// float kf_reduce_value(const KfStat&, kf_i64 count). Needs typedef TO.
 std::string ReduceStatCode(RowOp op);
 
 std::unique_ptr<KernelGenerator> MakeRowKernelGenerator(const RowProblem& problem,
