@@ -12,7 +12,8 @@
 #   KFORGE_GPU_WORK_DIR=DIR                  where the exported models and run directories go
 #                                            (default OUT_DIR; thousands of files, so on the
 #                                            device a folder outside $OUT, which returns 8 files)
-#   KFORGE_GPU_MODELS="resnet50_b32 qwen3"   which models (default: all below)
+#   KFORGE_GPU_MODELS="resnet50_b32 qwen3"   which models (default: the issue's, MODELS below;
+#                                            "zoo" or zoo_<name>: ZOO_MODELS, beyond them)
 #   KFORGE_GPU_OPTIMIZE_ITERATIONS=N         evaluations per target (default 30)
 #   KFORGE_GPU_OPTIMIZE_TOP=K                targets searched per model (default 3)
 #   KFORGE_GPU_OPTIMIZE_OPS=aten::relu_,...  only targets of these ops (kforge optimize --ops)
@@ -50,14 +51,38 @@ MODELS=(
   "gemma3|examples/gemma3.py:make|seq=2048 dtype=bfloat16|softmax:1"
   "sd_vae|examples/sd_vae.py:make|size=512|group_norm:1"
 )
+# Models kforge was not tuned on (examples/zoo.py): run only when KFORGE_GPU_MODELS names
+# them or says "zoo".
+ZOO_MODELS=(
+  "zoo_mobilenet_v3|examples/zoo.py:mobilenet_v3|batch=32|"
+  "zoo_efficientnet|examples/zoo.py:efficientnet|batch=32|"
+  "zoo_convnext|examples/zoo.py:convnext|batch=32|"
+  "zoo_vit|examples/zoo.py:vit|batch=32|"
+  "zoo_swin|examples/zoo.py:swin|batch=32|"
+  "zoo_densenet|examples/zoo.py:densenet|batch=32|"
+  "zoo_bert|examples/zoo.py:bert|batch=8 seq=512 dtype=float16|"
+  "zoo_t5_encoder|examples/zoo.py:t5_encoder|batch=8 seq=512 dtype=bfloat16|"
+  "zoo_gpt2|examples/zoo.py:gpt2|batch=4 seq=1024 dtype=float16|"
+  "zoo_llama|examples/zoo.py:llama|seq=2048 dtype=bfloat16|"
+  "zoo_phi|examples/zoo.py:phi|seq=2048 dtype=bfloat16|"
+  "zoo_unet|examples/zoo.py:unet|batch=8 size=64|"
+)
+wanted() {  # NAME: whether KFORGE_GPU_MODELS selects it
+  local name=$1 models=" ${KFORGE_GPU_MODELS:-} "
+  if [[ -z ${KFORGE_GPU_MODELS:-} ]]; then
+    [[ $name != zoo_* ]]
+  else
+    [[ $models == *" $name "* || ($name == zoo_* && $models == *" zoo "*) ]]
+  fi
+}
 SEARCH_FLAGS=${KFORGE_GPU_OPTIMIZE_OPS:+ --ops $KFORGE_GPU_OPTIMIZE_OPS}
 SEARCH_FLAGS+=${KFORGE_GPU_OPTIMIZE_STOP_NEAR_FLOOR:+ --stop-near-floor $KFORGE_GPU_OPTIMIZE_STOP_NEAR_FLOOR}
 [[ ${KFORGE_GPU_OPTIMIZE_FUSE:-1} == 0 ]] && SEARCH_FLAGS+=" --no-fuse"
 rc=0
 jobs=()
-for entry in "${MODELS[@]}"; do
+for entry in "${MODELS[@]}" "${ZOO_MODELS[@]}"; do
   IFS='|' read -r name factory kwargs paper <<<"$entry"
-  [[ -z ${KFORGE_GPU_MODELS:-} || " $KFORGE_GPU_MODELS " == *" $name "* ]] || continue
+  wanted "$name" || continue
   jobs+=("$name|$factory|$kwargs|--top $TOP --iterations $ITERATIONS$SEARCH_FLAGS")
   [[ -n $paper && ${KFORGE_GPU_PAPER:-1} != 0 ]] && jobs+=("$name-paper|$factory|$kwargs|--ops ${paper%:*} --top ${paper#*:} --iterations ${KFORGE_GPU_PAPER_ITERATIONS:-$ITERATIONS}")
 done
