@@ -68,6 +68,7 @@ grpc::Status CaptureServiceImpl::Capture(grpc::ServerContext* /*context*/,
   if (request->warmup() > 0) options.warmup = request->warmup();
   if (request->iters() > 0) options.iters = request->iters();
   if (request->top_k() > 0) options.top_k = request->top_k();
+  if (request->has_uncovered_top_k()) options.uncovered_top_k = request->uncovered_top_k();
 
   std::lock_guard<std::mutex> lock(capture_mu_);
   auto result = Capturer::Run(options, store_, family_);

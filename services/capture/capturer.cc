@@ -1318,9 +1318,17 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
   // The real inputs of one call (one instance of a chain) of each target, from one more forward.
   const std::unordered_map<std::string, int>& keys = recorder.keys();
   capture.max_bytes = options.max_target_input_bytes;
+  const bool count_covered = options.uncovered_top_k >= 0 && family;
+  int counted = 0, uncovered = 0;
   for (Candidate& c : candidates) {
-    if (static_cast<int>(targets.size()) >= options.top_k) break;
+    if (counted >= options.top_k) break;
     if (c.per_forward_s <= 0 || !wanted_op(c.target)) continue;
+    if (count_covered && c.target.family().empty()) {
+      if (uncovered >= options.uncovered_top_k) continue;
+      ++uncovered;
+    } else {
+      ++counted;
+    }
     const int index = static_cast<int>(targets.size());
     if (c.chain < 0) {
       for (const auto& [key, group] : keys) {

@@ -29,6 +29,11 @@ struct CaptureOptions {
   int warmup = 3;
   int iters = 10;  // plain forwards timed (median) and profiled forwards averaged
   int top_k = 5;
+  // With a family lookup: top_k counts only the targets a synthesizer family covers, and of
+  // the others ranked above the K-th such, the first `uncovered_top_k` are kept too (a report
+  // says why they were skipped). A model whose time is mostly convolutions and GEMMs (a
+  // diffusion UNet) then still gets its group norms searched. -1: top_k counts every target.
+  int uncovered_top_k = -1;
   // When not empty, targets are the top K among ops named here ("aten::softmax"); a chain
   // target qualifies when any of its nodes does.
   std::vector<std::string> ops;

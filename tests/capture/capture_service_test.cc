@@ -75,6 +75,41 @@ TEST(Capturer, TargetsCarryFamiliesAndTheirRealInputs) {
   EXPECT_GT(batch_norms, 0);
 }
 
+// ResNet-50's time is mostly convolutions: with uncovered_top_k, --top counts the targets a
+// family covers, and only the uncovered ones ranked above the last of those come beside them.
+TEST(Capturer, TopKCanCountCoveredTargetsOnly) {
+  CaptureOptions options;
+  options.model_path = (kResnet / "model.pt").string();
+  options.inputs_path = (kResnet / "inputs.pt").string();
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 1;
+  options.fuse = false;
+  options.top_k = 3;
+  auto every = Capturer::Run(options, nullptr, FamilyOf);
+  ASSERT_TRUE(every.ok()) << every.status();
+  EXPECT_EQ(every->profile.targets_size(), 3);
+
+  options.uncovered_top_k = 2;
+  auto covered = Capturer::Run(options, nullptr, FamilyOf);
+  ASSERT_TRUE(covered.ok()) << covered.status();
+  int batch_norms = 0, others = 0;
+  double lowest_covered = 1;
+  for (const v1::Target& t : covered->profile.targets()) {
+    if (t.family() == "batch_norm") {
+      ++batch_norms;
+      lowest_covered = std::min(lowest_covered, t.share());
+    } else {
+      ++others;
+    }
+  }
+  EXPECT_EQ(batch_norms, 3);
+  EXPECT_EQ(others, 2);  // convolutions outrank every batch norm on the CPU
+  for (const v1::Target& t : covered->profile.targets()) {
+    if (t.family().empty()) EXPECT_GE(t.share(), lowest_covered) << t.nodes(0).op();
+  }
+}
+
 TEST(Capturer, CapOnCapturedInputsIsReported) {
   CaptureOptions options;
   options.model_path = (kResnet / "model.pt").string();

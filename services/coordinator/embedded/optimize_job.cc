@@ -36,8 +36,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Capture keeps the inputs of this many more targets than --top asks for, so that targets
-// without a family ranked above the K-th searchable one do not leave the run short.
+// With the synthesizer, capture keeps --top targets it covers and up to this many others
+// ranked above them, whose refusals the report lists; with an LLM, this many more than --top.
 constexpr int kExtraCapturedTargets = 10;
 
 double Now() {
@@ -174,7 +174,8 @@ absl::StatusOr<Plan> CaptureAndSelect(const OptimizeOptions& o, const RunDirecto
   capture.model_path = o.model_path;
   capture.inputs_path = o.inputs_path;
   capture.device = use_gpu ? (o.device == "auto" ? "cuda" : o.device) : "cpu";
-  capture.top_k = refusal ? o.top_k + kExtraCapturedTargets : o.top_k;
+  capture.top_k = o.top_k;
+  if (refusal) capture.uncovered_top_k = kExtraCapturedTargets;
   capture.ops = o.ops;
   capture.fuse = o.fuse;
   capture.max_target_input_bytes = o.max_target_input_bytes;

@@ -541,9 +541,12 @@ absl::Status JobManager::CaptureAndSelect(Record* r) {
   *request.mutable_inputs() = spec.inputs();
   request.set_device(spec.device());
   request.set_model_name(spec.model_name());
-  request.set_top_k(spec.target_ids().empty()
-                        ? spec.top_k() + options_.captured_extra_targets
-                        : options_.max_top_k + options_.captured_extra_targets);
+  // The synthesizer's jobs count the targets it covers (the others up to the extra, for the
+  // report); an LLM's may take any, so the extra is added to what they search.
+  const bool synth = !IsLlmProposer(spec.proposer());
+  const int wanted = spec.target_ids().empty() ? spec.top_k() : options_.max_top_k;
+  request.set_top_k(synth ? wanted : wanted + options_.captured_extra_targets);
+  if (synth) request.set_uncovered_top_k(options_.captured_extra_targets);
   absl::StatusOr<v1::OperatorProfile> captured = CaptureCached(request);
   if (!captured.ok()) {
     return absl::Status(captured.status().code(),

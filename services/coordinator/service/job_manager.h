@@ -56,7 +56,9 @@ struct JobManagerOptions {
   int max_iterations_per_target = 100000;
   double max_time_budget_s = 30 * 24 * 3600.0;
   int max_top_k = 64;
-  int captured_extra_targets = 10;  // inputs kept beyond top_k, for targets skipped on the way
+  // Targets captured beside top_k: uncovered ones ranked above the synthesizer's (its report's
+  // skipped list), or, for an LLM, more to search.
+  int captured_extra_targets = 10;
   double monitor_interval_s = 0.5;  // metrics refresh and the "no worker" check
   size_t max_events_kept = 5000;    // per job, for Watch
 };
