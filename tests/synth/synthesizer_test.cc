@@ -398,7 +398,7 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
       {"mean_broadcast_rms_norm",
        "// kforge synth: pow 2 -> mean -> add by 1e-06 -> rsqrt -> mul -> to bfloat16 -> mul "
        "rows",
-       {"ctx.a = kf_reduce_value(s, ctx.cols);", "return ctx.a; }", "ch.base0 = row * cols;",
+       {"ctx.a = (float)(s.s / (double)count);", "return ctx.a; }", "ch.base0 = row * cols;",
         "ch.base1 = (row * cols) % args.inputs[2].numel;", "x = kf_epi2(o.v0[i], x);",
         "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);"}},
   };

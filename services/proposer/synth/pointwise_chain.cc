@@ -89,8 +89,10 @@ absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, in
         KF_ASSIGN_OR_RETURN(OperandLayout layout, Layout(sig, value, row_cols, what));
         chain.operands_.push_back({stage.operand, sig.dtype(), layout, Numel(sig)});
         part.operand = static_cast<int>(chain.operands_.size()) - 1;
+        // Rows read by several of the value's: a mask over heads, not a weight (one row,
+        // which every row reads, so no row order groups its readers).
         if (layout == OperandLayout::kRows && Numel(sig) < Numel(value) &&
-            chain.repeated_rows_ < 0) {
+            Numel(sig) > row_cols && chain.repeated_rows_ < 0) {
           chain.repeated_rows_ = part.operand;
         }
       }

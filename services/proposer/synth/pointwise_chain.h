@@ -75,8 +75,8 @@ class PointwiseChain {
   // loads: the engine's V elements are contiguous and V-aligned in the value.
   std::string DeviceCode() const;
 
-  // Whether an operand is whole rows that the value's rows repeat (an attention mask over
-  // heads). Its device code then has kf_chain_period(const KfArgs&, kf_i64 cols): the rows of
+  // Whether an operand is several whole rows that the value's rows repeat (an attention mask
+  // over heads; a weight of one row, which every row reads, is not). Its device code then has kf_chain_period(const KfArgs&, kf_i64 cols): the rows of
   // the first such operand, by which an engine can walk the rows that read one of its rows
   // together.
   bool has_repeated_rows() const { return repeated_rows_ >= 0; }

@@ -1156,18 +1156,18 @@ constexpr char kNegInf[] = "__int_as_float(0xff800000)";
 
 }  // namespace
 
-std::string ReduceStatCode(RowOp op) {
-  // The row's value, and its store (argmax stores an index instead).
-  constexpr char kValue[] = R"(
-__device__ __forceinline__ float kf_reduce_value(const KfStat& s, kf_i64 count) {
-  return )";
-  constexpr char kStore[] = R"(;
+// A reduction's value of its statistics `s` over `count` elements, as a float expression.
+std::string ReduceValue(RowOp op) {
+  return op == RowOp::kSum    ? "(float)s.s"
+         : op == RowOp::kMean ? "(float)(s.s / (double)count)"
+                              : "s.v";
 }
+
+std::string ReduceStatCode(RowOp op) {
+  constexpr char kStore[] = R"(
 __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfStat& s,
                                                 kf_i64 count) {
-  out[index] = kf_from_float<TO>(kf_reduce_value(s, count));
-}
-)";
+  out[index] = kf_from_float<TO>()";
   switch (op) {
     case RowOp::kSum:
     case RowOp::kMean:
@@ -1184,9 +1184,9 @@ __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat&
   return {a.s + b.s};
 }
 )",
-                          kValue,
-                          op == RowOp::kMean ? "(float)(s.s / (double)count)" : "(float)s.s",
-                          kStore);
+                          kStore, ReduceValue(op), R"();
+}
+)");
     case RowOp::kAmax:
     case RowOp::kAmin: {
       const bool is_max = op == RowOp::kAmax;
@@ -1206,7 +1206,9 @@ __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat&
                           fn, R"((a.v, b.v)};
 }
 )",
-                          kValue, "s.v", kStore);
+                          kStore, ReduceValue(op), R"();
+}
+)");
     }
     case RowOp::kArgmax:
       return R"(
@@ -1500,13 +1502,13 @@ __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 c
 }
 template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
   return kf_reduce_merge(a, b);
-}
-)",
+})",
                           p.broadcast ? R"(
 // The row's value broadcast back: every element of the output pass is it, before the
 // chain's epilogue.
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
-  ctx.a = kf_reduce_value(s, ctx.cols);
+  const kf_i64 count = ctx.cols;
+  ctx.a = )" + ReduceValue(p.op) + R"(;
 }
 __device__ __forceinline__ float kf_out(float, kf_i64, const KfRowCtx& ctx) { return ctx.a; }
 )"
@@ -1796,7 +1798,8 @@ class RowKernelGenerator : public KernelGenerator {
             ? std::min({per_thread, double(c.GetInt("reg_cache")), kCompilerUnroll * vec})
             : std::min(per_thread, double(vec) * (unroll == 1 ? kCompilerUnroll : unroll));
     // Re-reads of the row: hit L1/L2 while the rows in flight are small.
-    const int data_passes = (two_pass ? 2 : 1) + (per_row_ ? 0 : 1);
+    // Passes that read the row: a broadcast reduction's output pass reads its operands only.
+    const int data_passes = (two_pass ? 2 : 1) + (RereadsRow() ? 1 : 0);
     const bool cached = cache != "none";
     const double rereads = cached ? 0 : data_passes - 1;
     const double in_bytes = elems * in_size;
@@ -1890,7 +1893,7 @@ class RowKernelGenerator : public KernelGenerator {
       // read last is still in L2: about half of it while the output's writes evicted the
       // rest; its re-read and stores under evict_first keep more (H200, 2026-12-02: 1-7% off
       // the group norm rows' finishing launches; the prior still counts half).
-      const double reread = per_row_ ? 0 : in_bytes;
+      const double reread = RereadsRow() ? in_bytes : 0;
       const double warm = std::min(reread, 0.5 * double(gpu_.l2_bytes));
       main.dram_bytes = out_bytes + rows * split * 16 + weight_bytes + reread - warm;
       main.l2_bytes = warm;
@@ -1947,7 +1950,7 @@ class RowKernelGenerator : public KernelGenerator {
     const double grid = static_cast<double>(SyncGrid(c));
     const double sweeps = std::ceil(items / std::max(1.0, grid));
     const bool held = SmemCache(c);
-    const double reread = per_row_ || held ? 0 : in_bytes;
+    const double reread = RereadsRow() && !held ? in_bytes : 0;
     const bool reread_in_l2 = grid * SyncItemBytes(c) <= kSyncSweepL2Share * gpu_.l2_bytes;
     constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
 
@@ -1993,8 +1996,9 @@ class RowKernelGenerator : public KernelGenerator {
 
     LaunchCost main = ResidentLaunch(c, grid, registers, flight_elems);
     main.ops = elems * per_elem_ops + 2 * rows * split * reduce_cycles * rt / 4;
-    main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : in_bytes);
-    main.l2_bytes = reread_in_l2 ? in_bytes : 0;
+    const double reread = RereadsRow() ? in_bytes : 0;
+    main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : reread);
+    main.l2_bytes = reread_in_l2 ? reread : 0;
     main.block_latency_cycles =
         std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles);
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
@@ -2384,6 +2388,10 @@ class RowKernelGenerator : public KernelGenerator {
   bool L2Keep(const Config& c) const {
     return (Sync(c) && c.Get("split_mode") == "sync_keep") || InTicketOrder(c);
   }
+  // Whether the output pass reads the row again: not where one value per row is written, nor
+  // where a reduction is broadcast back (its output pass reads the epilogue's operands only;
+  // the row's loads, unused, are dead code).
+  bool RereadsRow() const { return !per_row_ && !p_.broadcast; }
   // A split whose blocks take the sync split's items in ticket order (kOrderedEntry).
   bool InTicketOrder(const Config& c) const {
     return c.GetInt("split") > 1 && c.Get("split_mode") == "ordered";

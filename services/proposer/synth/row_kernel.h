@@ -67,9 +67,8 @@ std::string RowOpName(RowOp op);
 
 // Device code of a reduction's statistics (sum, mean, amax, amin, argmax), shared by the row
 // engine and the column reduction: struct KfStat, kf_reduce_identity(),
-// kf_reduce_add(KfStat&, float x, kf_i64 index), kf_reduce_merge(a, b),
-// kf_reduce_store(TO* out, kf_i64 index, const KfStat&, kf_i64 count) and, but for argmax,
-// float kf_reduce_value(const KfStat&, kf_i64 count). Needs typedef TO.
+// kf_reduce_add(KfStat&, float x, kf_i64 index), kf_reduce_merge(a, b) and
+// kf_reduce_store(TO* out, kf_i64 index, const KfStat&, kf_i64 count). Needs typedef TO.
 std::string ReduceStatCode(RowOp op);
 
 std::unique_ptr<KernelGenerator> MakeRowKernelGenerator(const RowProblem& problem,
