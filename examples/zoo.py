@@ -15,53 +15,34 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _lm  # noqa: E402
 
 
-def _vision(builder, batch, size, device, dtype, **kwargs):
-    torch.manual_seed(0)
-    model = builder(weights=None, **kwargs).to(device=device, dtype=_lm.dtype_of(dtype)).eval()
-    images = torch.randn(batch, 3, size, size, device=device, dtype=_lm.dtype_of(dtype))
-    return model, (images,)
+def _torchvision(name, doc):
+    """A factory of torchvision's `name` at 224x224, returning (model, (images,))."""
+
+    def make(batch=1, device="cpu", dtype="float32"):
+        import torchvision
+
+        torch.manual_seed(0)
+        model = getattr(torchvision.models, name)(weights=None)
+        model = model.to(device=device, dtype=_lm.dtype_of(dtype)).eval()
+        images = torch.randn(batch, 3, 224, 224, device=device, dtype=_lm.dtype_of(dtype))
+        return model, (images,)
+
+    make.__doc__ = doc
+    return make
 
 
-def mobilenet_v3(batch=1, device="cpu", dtype="float32"):
-    """hardswish, hardsigmoid, squeeze-excitation (adaptive_avg_pool2d + mul), depthwise convs."""
-    import torchvision
-
-    return _vision(torchvision.models.mobilenet_v3_small, batch, 224, device, dtype)
-
-
-def efficientnet(batch=1, device="cpu", dtype="float32"):
-    """silu, sigmoid gates, batch norms after depthwise convs."""
-    import torchvision
-
-    return _vision(torchvision.models.efficientnet_b0, batch, 224, device, dtype)
-
-
-def convnext(batch=1, device="cpu", dtype="float32"):
-    """channels-last layer norms (permutes around them), gelu, layer scale."""
-    import torchvision
-
-    return _vision(torchvision.models.convnext_tiny, batch, 224, device, dtype)
-
-
-def vit(batch=1, device="cpu", dtype="float32"):
-    """A vision transformer: layer norms, gelu MLPs, nn.MultiheadAttention."""
-    import torchvision
-
-    return _vision(torchvision.models.vit_b_16, batch, 224, device, dtype)
-
-
-def swin(batch=1, device="cpu", dtype="float32"):
-    """Shifted-window attention: rolls, window partitions, relative position bias, softmax."""
-    import torchvision
-
-    return _vision(torchvision.models.swin_t, batch, 224, device, dtype)
-
-
-def densenet(batch=1, device="cpu", dtype="float32"):
-    """Concatenations, batch_norm -> relu before every conv, avg_pool2d transitions."""
-    import torchvision
-
-    return _vision(torchvision.models.densenet121, batch, 224, device, dtype)
+mobilenet_v3 = _torchvision(
+    "mobilenet_v3_small",
+    "hardswish, hardsigmoid, squeeze-excitation (adaptive_avg_pool2d + mul), depthwise convs.")
+efficientnet = _torchvision("efficientnet_b0",
+                            "silu, sigmoid gates, batch norms after depthwise convs.")
+convnext = _torchvision("convnext_tiny",
+                        "channels-last layer norms (permutes around them), gelu, layer scale.")
+vit = _torchvision("vit_b_16", "A vision transformer: layer norms, gelu MLPs, MultiheadAttention.")
+swin = _torchvision(
+    "swin_t", "Shifted-window attention: rolls, window partitions, relative position bias.")
+densenet = _torchvision("densenet121",
+                        "Concatenations, batch_norm -> relu before every conv, avg_pool2d.")
 
 
 class _HiddenOnly(torch.nn.Module):

@@ -31,16 +31,22 @@ std::string FamilyOf(const v1::Target& t) {
   return t.nodes(0).op() == "aten::batch_norm" ? "batch_norm" : "";
 }
 
-TEST(Capturer, TargetsCarryFamiliesAndTheirRealInputs) {
-  TempDir dir;
-  auto store = OpenStore("dir:" + (dir / "store").string());
-  ASSERT_TRUE(store.ok()) << store.status();
+// The fixture's ResNet-50, profiled once on the CPU.
+CaptureOptions ResnetOnCpu() {
   CaptureOptions options;
   options.model_path = (kResnet / "model.pt").string();
   options.inputs_path = (kResnet / "inputs.pt").string();
   options.device = "cpu";
   options.warmup = 1;
   options.iters = 1;
+  return options;
+}
+
+TEST(Capturer, TargetsCarryFamiliesAndTheirRealInputs) {
+  TempDir dir;
+  auto store = OpenStore("dir:" + (dir / "store").string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  CaptureOptions options = ResnetOnCpu();
   options.top_k = 200;  // every group
   auto result = Capturer::Run(options, store->get(), FamilyOf);
   ASSERT_TRUE(result.ok()) << result.status();
@@ -78,12 +84,7 @@ TEST(Capturer, TargetsCarryFamiliesAndTheirRealInputs) {
 // ResNet-50's time is mostly convolutions: with uncovered_top_k, --top counts the targets a
 // family covers, and only the uncovered ones ranked above the last of those come beside them.
 TEST(Capturer, TopKCanCountCoveredTargetsOnly) {
-  CaptureOptions options;
-  options.model_path = (kResnet / "model.pt").string();
-  options.inputs_path = (kResnet / "inputs.pt").string();
-  options.device = "cpu";
-  options.warmup = 1;
-  options.iters = 1;
+  CaptureOptions options = ResnetOnCpu();
   options.fuse = false;
   options.top_k = 3;
   auto every = Capturer::Run(options, nullptr, FamilyOf);
@@ -106,17 +107,14 @@ TEST(Capturer, TopKCanCountCoveredTargetsOnly) {
   EXPECT_EQ(batch_norms, 3);
   EXPECT_EQ(others, 2);  // convolutions outrank every batch norm on the CPU
   for (const v1::Target& t : covered->profile.targets()) {
-    if (t.family().empty()) EXPECT_GE(t.share(), lowest_covered) << t.nodes(0).op();
+    if (t.family().empty()) {
+      EXPECT_GE(t.share(), lowest_covered) << t.nodes(0).op();
+    }
   }
 }
 
 TEST(Capturer, CapOnCapturedInputsIsReported) {
-  CaptureOptions options;
-  options.model_path = (kResnet / "model.pt").string();
-  options.inputs_path = (kResnet / "inputs.pt").string();
-  options.device = "cpu";
-  options.warmup = 1;
-  options.iters = 1;
+  CaptureOptions options = ResnetOnCpu();
   options.top_k = 2;
   options.max_target_input_bytes = 1024;  // smaller than any conv's inputs
   auto result = Capturer::Run(options, nullptr);

@@ -405,6 +405,17 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
                         .Tensor("other", Dense(x, t)).Output(Dense(x, t)));
     links.push_back("other");
     add("mean_broadcast_rms_norm", "reduction", JoinChain(nodes, links));
+    if (t != f) {
+      // Gemma's: `(x * rsqrt(...)) * (1.0 + weight.float())`, then `.type_as(x)`.
+      nodes.resize(5);
+      links.resize(4);
+      nodes.push_back(TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, f))
+                          .Tensor("other", Dense({x[2]}, f)).Output(Dense(x, f)));
+      nodes.push_back(TargetBuilder("aten::type_as", "").Tensor("self", Dense(x, f))
+                          .Tensor("other", Dense(x, t)).Output(Dense(x, t)));
+      links.insert(links.end(), {"self", "self"});
+      add("mean_broadcast_gemma_norm", "reduction", JoinChain(nodes, links));
+    }
   }
   // Elementwise.
   {
@@ -466,6 +477,10 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
           TargetBuilder("aten::to", "dtype").Tensor("self", Dense(x, t))
               .Scalar("dtype", Int(TorchDType(to))).Scalar("non_blocking", Bool(false))
               .Scalar("copy", Bool(false)).Scalar("memory_format", None()).Output(Dense(x, to)));
+      // Gemma's `output.type_as(x)`: the same conversion, to the dtype of a tensor not read.
+      add(absl::StrCat("to_", DTypeName(to), "_by_type_as"), "elementwise",
+          TargetBuilder("aten::type_as", "").Tensor("self", Dense(x, t))
+              .Tensor("other", Dense(x, to)).Output(Dense(x, to)));
     }
   }
   {

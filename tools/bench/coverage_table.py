@@ -22,7 +22,8 @@ def ops_of(signature_or_op):
 def short_reason(reason):
     for cut in ("; use an LLM proposer", " (families:", " (an LLM proposer"):
         reason = reason.split(cut)[0]
-    return reason.replace("synth family ", "").replace("no synthesizer family covers ", "no family: ")
+    return (reason.replace("synth family ", "")
+            .replace("no synthesizer family covers ", "no family: "))
 
 
 def row(run_dir, skipped_n):

@@ -852,6 +852,24 @@ absl::Status CheckDtypeConversion(const TargetArgs& args) {
   return absl::OkStatus();
 }
 
+// aten::type_as(self, other): a conversion to other's dtype (Gemma's `output.type_as(x)`);
+// other is not read.
+absl::StatusOr<v1::DType> TypeAsDtype(const TargetArgs& args) {
+  std::optional<int> other = args.InputIndex("other", 1);
+  if (!other.has_value() || args.IsChainedValue("other", 1)) {
+    return absl::UnimplementedError(
+        "type_as: 'other' is not a tensor input of the target; the family converts to the "
+        "dtype of a tensor it does not otherwise read");
+  }
+  const v1::DType dtype = args.input(*other).dtype();
+  if (!IsFloatType(dtype)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "type_as ", DTypeName(dtype), ": the family converts between float32, float16 and "
+        "bfloat16 only"));
+  }
+  return dtype;
+}
+
 // leaky_relu, clamp / clamp_min / clamp_max / hardtanh / relu6, elu and softplus: their
 // numbers by schema name and position, aten's defaults where the capture has none.
 absl::Status BindNumbers(const std::string& op, const TargetArgs& args, ElementwiseProblem& p) {
@@ -1051,8 +1069,8 @@ struct OperandNames {
 };
 
 // Ops of the family that aten has no in-place form of.
-constexpr std::string_view kNoInPlaceForm[] = {"aten::to", "aten::where", "aten::rsub",
-                                               "aten::softplus", "aten::relu6"};
+constexpr std::string_view kNoInPlaceForm[] = {"aten::to", "aten::type_as", "aten::where",
+                                               "aten::rsub", "aten::softplus", "aten::relu6"};
 
 class ElementwiseFamily : public Family {
  public:
@@ -1063,7 +1081,8 @@ class ElementwiseFamily : public Family {
         "aten::neg",  "aten::abs",  "aten::exp",  "aten::sqrt",    "aten::rsqrt",
         "aten::sin",  "aten::cos",  "aten::log",  "aten::log1p",   "aten::reciprocal",
         "aten::erf",  "aten::hardsigmoid", "aten::hardswish", "aten::mish",
-        "aten::pow",  "aten::to",   "aten::leaky_relu", "aten::clamp", "aten::clamp_min",
+        "aten::pow",  "aten::to",   "aten::type_as", "aten::leaky_relu", "aten::clamp",
+        "aten::clamp_min",
         "aten::clamp_max", "aten::hardtanh", "aten::relu6", "aten::elu", "aten::softplus",
         "aten::add",  "aten::sub",  "aten::rsub", "aten::mul",  "aten::div",
         "aten::masked_fill", "aten::where"};
@@ -1102,6 +1121,19 @@ class ElementwiseFamily : public Family {
       KF_RETURN_IF_ERROR(CheckDtypeConversion(args));
       p.op = UnaryOp::kTo;
       p.name = absl::StrCat("to ", DTypeName(args.output(0).dtype()));
+    } else if (op == "type_as") {
+      KF_ASSIGN_OR_RETURN(const v1::DType dtype, TypeAsDtype(args));
+      if (args.input(0).dtype() == dtype) {
+        return absl::UnimplementedError(absl::StrCat(
+            "type_as: self is already ", DTypeName(dtype), ": it returns self, nothing to "
+            "compute"));
+      }
+      if (args.output(0).dtype() != dtype) {
+        return absl::InvalidArgumentError("type_as: the captured output is not of other's "
+                                          "dtype; re-capture the model");
+      }
+      p.op = UnaryOp::kTo;
+      p.name = absl::StrCat("to ", DTypeName(dtype));
     } else {
       KF_RETURN_IF_ERROR(BindArithmetic(args, op, p));
     }
@@ -1208,11 +1240,16 @@ absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int 
   if (!op.empty() && op.back() == '_') op.pop_back();
   PointwiseStage stage;
   stage.value_dtype = value_dtype;
-  if (op == "to") {
+  if (op == "to" || op == "type_as") {
     if (!args.IsChainedValue("self", 0)) {
-      return absl::InvalidArgumentError("to: self is not the chain's value; re-capture the model");
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": self is not the chain's value; re-capture the model"));
     }
-    KF_ASSIGN_OR_RETURN(stage.value_dtype, args.ScalarType("dtype", 1));
+    if (op == "to") {
+      KF_ASSIGN_OR_RETURN(stage.value_dtype, args.ScalarType("dtype", 1));
+    } else {
+      KF_ASSIGN_OR_RETURN(stage.value_dtype, TypeAsDtype(args));
+    }
     if (!IsFloatType(stage.value_dtype)) {
       return absl::UnimplementedError(absl::StrCat(
           "to ", DTypeName(stage.value_dtype), " inside a chain: chains convert between "

@@ -76,9 +76,9 @@ class PointwiseChain {
   std::string DeviceCode() const;
 
   // Whether an operand is several whole rows that the value's rows repeat (an attention mask
-  // over heads; a weight of one row, which every row reads, is not). Its device code then has kf_chain_period(const KfArgs&, kf_i64 cols): the rows of
-  // the first such operand, by which an engine can walk the rows that read one of its rows
-  // together.
+  // over heads; a weight of one row, which every row reads, is not). Its device code then has
+  // kf_chain_period(const KfArgs&, kf_i64 cols): the rows of the first such operand, by which
+  // an engine can walk the rows that read one of its rows together.
   bool has_repeated_rows() const { return repeated_rows_ >= 0; }
   // Bytes the operands move at least (each once), beside the anchor's own.
   double OperandBytes() const;

@@ -319,15 +319,7 @@ class ReductionFamily : public Family {
     KF_ASSIGN_OR_RETURN(const ReducedDims dims, Reduced(args, kind));
     const int ndim = in.sizes_size();
     if (dims.last == ndim - 1) {
-      RowProblem p;
-      p.op = kind;
-      p.in_dtype = in.dtype();
-      p.out_dtype = out.dtype();
-      p.ndim = ndim;
-      p.row_dims = dims.last - dims.first + 1;
-      p.rows = dims.outer;
-      p.cols = dims.size;
-      return MakeRowKernelGenerator(p, gpu);
+      return MakeRowKernelGenerator(RowReduction(kind, in, out, dims), gpu);
     }
     ColumnProblem p;
     p.op = kind;
@@ -401,6 +393,20 @@ class ReductionFamily : public Family {
     return r;
   }
 
+  // A reduction of the trailing dims as the row engine's problem.
+  static RowProblem RowReduction(RowOp kind, const v1::TensorSignature& in,
+                                 const v1::TensorSignature& out, const ReducedDims& dims) {
+    RowProblem p;
+    p.op = kind;
+    p.in_dtype = in.dtype();
+    p.out_dtype = out.dtype();
+    p.ndim = in.sizes_size();
+    p.row_dims = dims.last - dims.first + 1;
+    p.rows = dims.outer;
+    p.cols = dims.size;
+    return p;
+  }
+
   // A chain around a reduction of the trailing dims that keeps them (keepdim=True) and whose
   // epilogue broadcasts the row's value back over the row, as RMSNorm written out does
   // (`x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`): the row engine's output pass, each
@@ -437,15 +443,8 @@ class ReductionFamily : public Family {
           "(keepdim=True) is broadcast back to the input's shape by the nodes after it "
           "(an LLM proposer can write the chain)"));
     }
-    RowProblem p;
-    p.op = kind;
+    RowProblem p = RowReduction(kind, in, out, dims);
     p.broadcast = true;
-    p.in_dtype = in.dtype();
-    p.out_dtype = out.dtype();
-    p.ndim = ndim;
-    p.row_dims = dims.last - dims.first + 1;
-    p.rows = dims.outer;
-    p.cols = dims.size;
     // sum and mean of a float tensor are of its dtype unless `dtype` says otherwise.
     v1::DType anchor_dtype = in.dtype();
     if ((kind == RowOp::kSum || kind == RowOp::kMean) && !args.IsNone("dtype", 3)) {

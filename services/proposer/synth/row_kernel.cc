@@ -1154,14 +1154,14 @@ __device__ __forceinline__ kf_i64 kf_channel(kf_i64 col, const KfRowCtx& ctx) {
 
 constexpr char kNegInf[] = "__int_as_float(0xff800000)";
 
-}  // namespace
-
 // A reduction's value of its statistics `s` over `count` elements, as a float expression.
 std::string ReduceValue(RowOp op) {
   return op == RowOp::kSum    ? "(float)s.s"
          : op == RowOp::kMean ? "(float)(s.s / (double)count)"
                               : "s.v";
 }
+
+}  // namespace
 
 std::string ReduceStatCode(RowOp op) {
   constexpr char kStore[] = R"(
