@@ -4,7 +4,8 @@
 // a row span (kf_row_span, the reuse path's form) is what it says; a view read along its own
 // shape (the layout family's copy) is read where its strides say; an elementwise call's path
 // (kf_decide) follows its inputs' forms and alignment; an ordered split's tickets name every
-// chunk's read and write once, every read of a row block before its writes, `lag` apart.
+// chunk's read and write once, every read of a row block before its writes, `lag` apart; a
+// spread chain operand (a per-channel bias) is read where the per-dim walk says, row by row.
 #include "services/proposer/synth/device_code.h"
 
 #include <gtest/gtest.h>
@@ -233,6 +234,58 @@ TEST(ElementwisePath, FollowsTheInputsFormsAndAlignment) {
 // chunk read once and written once; a row block's writes only after all its reads (a block
 // waits only for smaller tickets: no deadlock); and its first write right after the reads of
 // row block `rb + lag` (the reads in between are the L2 budget).
+// kf_spread's promise, for every row of `cols` elements: element c of the row reads the
+// operand where the per-dim walk says, and a "whole" row's aligned vectors read one element.
+void ExpectSpreadMatches(const KfTensor& operand, const KfTensor& value, long long cols, int vec,
+                         long long step = 1) {
+  for (long long start = 0; start < value.numel; start += cols) {
+    const KfSpread s = kf_spread(operand, value, start, vec);
+    for (long long c = 0; c < cols; c += step) {
+      ASSERT_EQ(kf_spread_offset(s, c), ReferenceOffset(operand, value, start + c))
+          << "row start " << start << ", element " << c;
+      if (s.whole && c % vec == 0 && c + vec <= cols) {
+        ASSERT_EQ(kf_spread_offset(s, c + vec - 1), kf_spread_offset(s, c)) << c;
+      }
+    }
+  }
+}
+
+TEST(DeviceCodeTest, SpreadOperandsReadTheirChannelRowByRow) {
+  // A UNet's time embedding [N,C,1,1] over [N,C,H,W] in group norm rows of C/G channels, and
+  // a per-channel [C,1,1] repeated over the batch.
+  const KfTensor value = Tensor({2, 8, 3, 4}, ContiguousStrides({2, 8, 3, 4}));
+  for (const std::vector<long long>& sizes :
+       std::vector<std::vector<long long>>{{2, 8, 1, 1}, {8, 1, 1}, {1, 8, 1, 1}, {2, 8, 3, 1}}) {
+    SCOPED_TRACE(sizes.size());
+    const KfTensor operand = Tensor(sizes, ContiguousStrides(sizes));
+    for (long long cols : {12, 24, 48, 96, 192}) ExpectSpreadMatches(operand, value, cols, 4);
+  }
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int dims = 2 + static_cast<int>(rng() % 4);
+    std::vector<long long> sizes(dims);
+    for (long long& v : sizes) v = 1 + static_cast<long long>(rng() % 5);
+    // The operand: leading ones, the value's dims, then at least one trailing one.
+    const int first = static_cast<int>(rng() % (dims - 1));
+    const int last = first + static_cast<int>(rng() % (dims - 1 - first));
+    std::vector<long long> op_sizes(sizes.begin(), sizes.begin() + dims);
+    for (int d = 0; d < dims; ++d) {
+      if (d < first || d > last) op_sizes[d] = 1;
+    }
+    const KfTensor value_t = Tensor(sizes, ContiguousStrides(sizes));
+    const KfTensor operand = Tensor(op_sizes, ContiguousStrides(op_sizes));
+    long long cols = 1;  // rows of the trailing dims, as the row engines walk them
+    for (int d = dims - 1 - static_cast<int>(rng() % dims); d < dims; ++d) cols *= sizes[d];
+    ExpectSpreadMatches(operand, value_t, cols, 1 + static_cast<int>(rng() % 4));
+  }
+  // Past 2^30 elements the offsets take 64-bit divisions: the same answers.
+  const std::vector<long long> big = {4, 512, 1024, 1024};
+  const KfTensor huge = Tensor(big, ContiguousStrides(big));
+  const KfTensor channels = Tensor({512, 1, 1}, ContiguousStrides({512, 1, 1}));
+  ASSERT_FALSE(kf_spread(channels, huge, 0, 4).fast);
+  ExpectSpreadMatches(channels, huge, 16 * 1024 * 1024, 4, 1024 * 1024 - 1);
+}
+
 TEST(DeviceCodeTest, TicketOrderReadsEveryChunkBeforeItsWriteLagRowBlocksApart) {
   for (long long row_blocks = 1; row_blocks <= 12; ++row_blocks) {
     for (int split : {1, 2, 3, 8}) {

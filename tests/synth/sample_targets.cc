@@ -246,6 +246,20 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
                    TargetBuilder("aten::silu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t))},
                   {"self"}));
   }
+  {
+    // A UNet resnet block's time embedding, added per channel before its group norm and SiLU.
+    S x = pick({2, 128, 32, 32}, {1, 128, 17, 9});
+    S e = {x[0], x[1], 1, 1};
+    add("group_norm_temb_chain", "group_norm",
+        JoinChain({TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(x, t))
+                       .Tensor("other", Dense(e, t)).Scalar("alpha", Int(1)).Output(Dense(x, t)),
+                   TargetBuilder("aten::group_norm", "").Tensor("input", Dense(x, t))
+                       .Scalar("num_groups", Int(32)).Tensor("weight", Dense({128}, t))
+                       .Tensor("bias", Dense({128}, t)).Scalar("eps", Float(1e-5))
+                       .Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)),
+                   TargetBuilder("aten::silu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t))},
+                  {"input", "self"}));
+  }
   // Batch norm (inference).
   {
     S x = pick({32, 64, 56, 56}, {3, 64, 7, 9});

@@ -310,7 +310,8 @@ std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DTyp
 
 INSTANTIATE_TEST_SUITE_P(
     AllFamilies, SynthCompileTest,
-    ::testing::Combine(::testing::Values("rowwise", "group_norm", "batch_norm", "pooling",
+    ::testing::Combine(::testing::Values("rowwise", "group_norm", "group_norm/group_norm_temb",
+                                         "batch_norm", "pooling",
                                          "reduction", "reduction/mean_broadcast",
                                          "elementwise", "elementwise/to_", "layout"),
                        ::testing::Values(v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16)),

@@ -386,6 +386,10 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
       {"layer_norm_chain", "// kforge synth: add -> layer_norm -> gelu rows",
        {"ch.base0 = row * cols;", "erff(", "kf_epilogue_apply<V>(p.epi, o);"}},
       {"group_norm_silu_chain", "// kforge synth: group_norm -> silu rows", {"KF_EXP(-a)"}},
+      // The time embedding [N,C,1,1] spread over each channel's H*W.
+      {"group_norm_temb_chain", "// kforge synth: add -> group_norm -> silu rows",
+       {"ch.s0 = kf_spread(args.inputs[1], args.outputs[0], row * cols, KF_VEC);",
+        "if (V == 1 || (V == KF_VEC && ch.s0.whole)) {", "struct KfSpread {"}},
       {"silu_mul_chain", "// kforge synth: silu -> mul elementwise",
        {"x = kf_stage0(x, 0.f);", "x = kf_stage1(x, b);", "KF_DIV(a, 1.f + KF_EXP(-a))"}},
       {"add_div_chain", "// kforge synth: add -> div by 1.41421 elementwise",

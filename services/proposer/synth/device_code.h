@@ -15,6 +15,7 @@ typedef long long kf_i64;
 #include "services/proposer/synth/device/broadcast_groups.cuh"
 #include "services/proposer/synth/device/elementwise_path.cuh"
 #include "services/proposer/synth/device/ticket_order.cuh"
+#include "services/proposer/synth/device/spread_operand.cuh"
 #undef KF_HD
 
 // The .cuh texts, to embed in kernel sources after DevicePreamble (which defines KF_HD for the
@@ -23,5 +24,6 @@ std::string_view FastDivideSource();
 std::string_view BroadcastGroupsSource();
 std::string_view ElementwisePathSource();
 std::string_view TicketOrderSource();
+std::string_view SpreadOperandSource();  // after FastDivideSource
 
 }  // namespace kforge::synth

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "common/tensor_signature.h"
+#include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/target_args.h"
 
@@ -49,10 +50,25 @@ absl::StatusOr<OperandLayout> Layout(const v1::TensorSignature& operand,
   }
   if (same && n == Numel(value)) return OperandLayout::kFlat;
   if (trailing && row_cols > 0 && n % row_cols == 0) return OperandLayout::kRows;
+  // Spread (row engines): the value's dims where the operand's innermost are 1, the operand's
+  // others its own.
+  int last = operand.sizes_size() - 1;
+  while (last >= 0 && operand.sizes(last) == 1) --last;
+  bool spread = row_cols > 0 && shift >= 0 && last >= 0 && last < operand.sizes_size() - 1;
+  leading = true;
+  for (int d = 0; d <= last && spread; ++d) {
+    const int64_t s = operand.sizes(d);
+    if (leading && s == 1) continue;
+    leading = false;
+    spread = s == value.sizes(d + shift);
+  }
+  if (spread) return OperandLayout::kSpread;
   return absl::UnimplementedError(absl::StrCat(
       what, " ", SizesText(operand), " broadcasts over the value ", SizesText(value),
       " in a way chains do not read: an operand must be one element, the value's shape",
-      row_cols > 0 ? ", or whole rows repeated over the leading dims" : "",
+      row_cols > 0 ? ", dense with its innermost dims 1 (per channel), or whole rows repeated "
+                     "over the leading dims"
+                   : "",
       " (an LLM proposer can write the chain)"));
 }
 
@@ -138,6 +154,16 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
         absl::StrAppend(&members, "  float v", k, ";\n");
         absl::StrAppend(&loads, "  o.v", k, " = kf_to_float(ch.p", k, "[0]);\n");
         b = absl::StrCat("o.v", k);
+      } else if (op.layout == OperandLayout::kSpread) {
+        // One element for a vector within one run of it, else one per element.
+        absl::StrAppend(&members, "  float v", k, "[V];\n");
+        absl::StrAppend(
+            &loads, "  if (V == 1 || (V == KF_VEC && ch.s", k, ".whole)) {\n    const float x = ",
+            "kf_to_float(ch.p", k, "[kf_spread_offset(ch.s", k, ", c)]);\n#pragma unroll\n",
+            "    for (int i = 0; i < V; ++i) o.v", k, "[i] = x;\n  } else {\n#pragma unroll\n",
+            "    for (int i = 0; i < V; ++i) o.v", k, "[i] = kf_to_float(ch.p", k,
+            "[kf_spread_offset(ch.s", k, ", c + i)]);\n  }\n");
+        b = absl::StrCat("o.v", k, "[i]");
       } else {
         absl::StrAppend(&members, "  float v", k, "[V];\n");
         absl::StrAppend(&loads, "  kf_load<V>(ch.p", k, " + ch.base", k, " + c, o.v", k, ");\n");
@@ -159,7 +185,7 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
 
 std::string PointwiseChain::DeviceCode() const {
   std::string members, init;
-  bool f64 = false, bytes = false;
+  bool f64 = false, bytes = false, spread = false;
   for (size_t k = 0; k < operands_.size(); ++k) {
     const ChainOperand& op = operands_[k];
     const std::string type = CudaType(op.dtype);
@@ -178,12 +204,18 @@ std::string PointwiseChain::DeviceCode() const {
       absl::StrAppend(&members, "  kf_i64 base", k, ";\n");
       absl::StrAppend(&init, "  ch.base", k, " = (row * cols) % args.inputs[", op.input,
                       "].numel;\n");
+    } else if (op.layout == OperandLayout::kSpread) {
+      spread = true;
+      absl::StrAppend(&members, "  KfSpread s", k, ";\n");
+      absl::StrAppend(&init, "  ch.s", k, " = kf_spread(args.inputs[", op.input,
+                      "], args.outputs[0], row * cols, KF_VEC);\n");
     }
   }
   std::string src = "\n// The chain's elementwise nodes around its anchor (pointwise_chain.h).\n";
   // Loads of the non-float operands, in chain sources only (as the elementwise family's).
   if (f64) src += "__device__ __forceinline__ float kf_to_float(double x) { return (float)x; }\n";
   if (bytes) src += "__device__ __forceinline__ float kf_to_float(unsigned char x) { return x; }\n";
+  if (spread) src += SpreadOperandSource();
   absl::StrAppend(&src, "struct KfChain {\n", members.empty() ? "  char none;\n" : members,
                   "};\n__device__ __forceinline__ void kf_chain_init(KfChain& ch, const KfArgs& "
                   "args, kf_i64 row, kf_i64 cols) {\n",
@@ -210,7 +242,9 @@ double PointwiseChain::OperandBytes() const {
 int PointwiseChain::MaxVectorElementSize() const {
   int size = 0;
   for (const ChainOperand& op : operands_) {
-    if (op.layout != OperandLayout::kOne) size = std::max(size, ElementSize(op.dtype));
+    if (op.layout == OperandLayout::kFlat || op.layout == OperandLayout::kRows) {
+      size = std::max(size, ElementSize(op.dtype));
+    }
   }
   return size;
 }
@@ -227,7 +261,10 @@ double PointwiseChain::PrologueOpsPerElement() const {
   double ops = 0;
   for (const Part& part : prologue_) {
     ops += part.stage.math_ops;
-    if (part.operand >= 0 && operands_[part.operand].layout != OperandLayout::kOne) ops += 2;
+    if (part.operand < 0) continue;
+    const OperandLayout layout = operands_[part.operand].layout;
+    // A load and a conversion; a spread operand's offset, two multiply-shifts, too.
+    if (layout != OperandLayout::kOne) ops += layout == OperandLayout::kSpread ? 8 : 2;
   }
   return ops;
 }

@@ -41,6 +41,9 @@ enum class OperandLayout {
   kOne,   // one element: every e reads it
   kFlat,  // the value's shape: element e
   kRows,  // dense, spanning whole rows of the anchor and repeated over the leading dims: e % numel
+  // dense, each element spread over the value's innermost dims where it has size 1, repeated
+  // over the leading dims (a per-channel bias): (e / inner) % numel (device/spread_operand.cuh)
+  kSpread,
 };
 
 struct ChainOperand {
@@ -58,8 +61,8 @@ class PointwiseChain {
   // must stream the target's input 0 into the anchor and end at its one output; every other
   // operand is a number, one element, a tensor of the value's shape, or, where the anchor has
   // rows (`row_cols` > 0 elements each), a dense tensor of whole rows repeated over the
-  // leading dims (an attention mask over heads). `anchor_dtype`: the dtype of the anchor's
-  // output.
+  // leading dims (an attention mask over heads) or one whose innermost dims are 1 (a
+  // per-channel bias, kSpread). `anchor_dtype`: the dtype of the anchor's output.
   static absl::StatusOr<PointwiseChain> Bind(const v1::Target& target, int anchor,
                                              int64_t row_cols, v1::DType anchor_dtype);
 
@@ -67,12 +70,13 @@ class PointwiseChain {
   bool has_prologue() const { return !prologue_.empty(); }
   bool has_epilogue() const { return !epilogue_.empty(); }
 
-  // Device code, after the preamble: struct KfChain; kf_chain_init(KfChain&, const KfArgs&,
-  // kf_i64 row, kf_i64 cols) (element e of column c of row `row` is row * cols + c; an engine
-  // without rows passes 0, 0 and c = e); KfProOperands<V> and KfEpiOperands<V>, the operands of
-  // V elements loaded by kf_prologue_load / kf_epilogue_load<V>(const KfChain&, kf_i64 c, ops&)
-  // and applied by kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]). Vector
-  // loads: the engine's V elements are contiguous and V-aligned in the value.
+  // Device code, after the preamble (and fast_divide.cuh, where rows are): struct KfChain;
+  // kf_chain_init(KfChain&, const KfArgs&, kf_i64 row, kf_i64 cols) (element e of column c of
+  // row `row` is row * cols + c; an engine without rows passes 0, 0 and c = e);
+  // KfProOperands<V> and KfEpiOperands<V>, the operands of V elements loaded by
+  // kf_prologue_load / kf_epilogue_load<V>(const KfChain&, kf_i64 c, ops&) and applied by
+  // kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]). Vector loads: the
+  // engine's V elements are contiguous and V-aligned in the row, KF_VEC the widest.
   std::string DeviceCode() const;
 
   // Whether an operand is several whole rows that the value's rows repeat (an attention mask
