@@ -207,7 +207,8 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
   }
 }
 
-// x.to(dtype) is covered as a conversion between float types on the tensor's device only.
+// x.to(dtype) and x.type_as(y) are covered as conversions between float types on the tensor's
+// device only.
 TEST(FamilyRegistryTest, RefusesDtypeConversionsItDoesNotCoverAndSaysWhy) {
   const auto samples = SampleTargets(v1::FLOAT32);
   auto with_arg = [&](const std::string& name, const v1::ScalarValue& value) {
@@ -250,6 +251,16 @@ TEST(FamilyRegistryTest, RefusesDtypeConversionsItDoesNotCoverAndSaysWhy) {
     t.mutable_nodes(0)->set_overload("other");
     EXPECT_THAT(Refusal(t), HasSubstr("aten::to.other: the elementwise family covers "
                                       "aten::to.dtype only"));
+  }
+  {
+    // x.type_as(y): a conversion to y's dtype, y not read; to its own dtype it returns x.
+    v1::Target t = Sample(samples, "to_bfloat16_by_type_as").target;
+    EXPECT_EQ(FamilyRegistry::Default().FamilyFor(t), "elementwise");
+    t.mutable_inputs(1)->set_dtype(v1::FLOAT32);
+    t.mutable_outputs(0)->set_dtype(v1::FLOAT32);
+    EXPECT_THAT(Refusal(t), HasSubstr("type_as: self is already float32: it returns self"));
+    t.mutable_inputs(1)->set_dtype(v1::INT64);
+    EXPECT_THAT(Refusal(t), HasSubstr("type_as int64: the family converts between float32"));
   }
   {
     v1::Target t = with_arg("memory_format", scalar::Int(2));  // channels_last
