@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_join.h"
 #include "common/blob_store.h"
 #include "common/store.h"
 #include "gtest/gtest.h"
@@ -193,6 +194,30 @@ TEST(CaptureCli, Qwen3ListsSoftmaxAndLinearWithShapes) {
     if (op["op"] == "aten::mul") muls += op["signature"].get<std::string>() + "\n";
   }
   EXPECT_TRUE(scaling) << "the muls captured:\n" << muls;
+}
+
+// Qwen3's RMSNorm, written out as pow -> mean -> add -> rsqrt -> mul, is a chain target the
+// reduction family writes (its mean broadcast back over the row).
+TEST(CaptureCli, Qwen3sWrittenOutRmsNormIsAReductionChainTarget) {
+  TempDir dir;
+  auto r = Capture("qwen3", "--warmup 1 --iters 2 --top 40 --json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json profile = json::parse(r.out);
+  std::string chains;
+  int rms_norms = 0;
+  for (const auto& t : profile["targets"]) {
+    std::vector<std::string> ops;
+    for (const auto& n : t["nodes"]) ops.push_back(n["op"].get<std::string>());
+    if (ops.size() < 2) continue;
+    chains += absl::StrJoin(ops, " -> ") + " (" + t.value("family", "") + ")\n";
+    const std::vector<std::string> rms = {"aten::pow", "aten::mean", "aten::add", "aten::rsqrt",
+                                          "aten::mul"};
+    if (ops.size() >= rms.size() && std::equal(rms.begin(), rms.end(), ops.begin())) {
+      ++rms_norms;
+      EXPECT_EQ(t.value("family", ""), "reduction") << t.dump();
+    }
+  }
+  EXPECT_GE(rms_norms, 1) << "the chain targets:\n" << chains;
 }
 
 #ifndef KFORGE_CAPTURE_GPU
