@@ -4,7 +4,8 @@ fallbacks. One factory each, every one returning (model, example_inputs):
 
     .venv/bin/python tools/kforge-export examples/zoo.py:mobilenet_v3 --out out/zoo/mobilenet_v3
 
-tools/zoo-check runs them all through kforge.
+On the GPU, tools/gpu-steps/optimize.sh runs them (KFORGE_GPU_MODELS=zoo); on a machine
+without one, docs/benchmarks/2026-12-05-cpu-model-zoo.md says how far a run goes and how.
 """
 import os
 import sys

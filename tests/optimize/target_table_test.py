@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The per-target benchmark path on a real optimize run of the tiny model (captured on the CPU):
 `kforge report` (summary, --json, --torch-rows with and without --torch-inputs),
-tools/bench/torch_compile_times.py on those rows and tools/bench/target_table.py on the run.
+tools/bench/torch_compile_times.py on those rows, tools/bench/target_table.py and
+tools/bench/coverage_table.py on the run.
 
   target_table_test.py --kforge BIN --repo SRC [--gpu]
 
@@ -173,6 +174,22 @@ def main():
                "torch-times note", table)
         expect("End to end: not checked[^m1-" in table and "no RUN/check.json" in table,
                "end-to-end note", table)
+
+        # The coverage table of the same run: its three targets and their compiles in one row.
+        coverage_py = os.path.join(bench, "coverage_table.py")
+        r = run([py, coverage_py, out, os.path.join(tmp, "no-such-run")], tmp)
+        rows = [ln for ln in r.stdout.splitlines() if ln.startswith("|")][2:]  # after the header
+        expect(len(rows) == 2, "one coverage row per run directory", r.stdout)
+        if len(rows) == 2:
+            cells = [c.strip() for c in rows[0].strip("|").split("|")]
+            compiled = sum(len(t.get("compiled_candidates", [])) for t in report["targets"])
+            share = 100 * sum(t["share"] for t in report["targets"])
+            expect(cells[1:4] == ["cpu", "no_gpu", f"3, {share:.1f}%"],
+                   "device, status, targets and their share", cells)
+            expect(all(ops[tid].replace("aten::", "") in cells[4] for tid in ids),
+                   "every searched op listed", cells)
+            expect(cells[5] == f"{compiled} of {compiled}", "every candidate compiled", cells)
+            expect("no report:" in rows[1], "a directory without a report says so", rows[1])
         # A times file that lacks the targets: the cells say so.
         with open(os.path.join(tmp, "empty-times.json"), "w") as f:
             json.dump({"rows": {}}, f)

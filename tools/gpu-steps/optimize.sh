@@ -5,8 +5,9 @@
 # latency vs eager and torch.compile), then per target eager and torch.compile of the single
 # aten op on its captured inputs (`kforge report --torch-rows` -> tools/bench/
 # torch_compile_times.py) and the benchmark tables (tools/bench/target_table.py). Each model's
-# summary, check table (check.txt, check.json), torch-times.json and table.md are kept under
-# WORK/optimize-<name>/; every model's tables together in OUT_DIR/optimize-tables.md, and
+# summary, check table (check.txt, check.json), torch-times.json, table.md and coverage.md
+# (tools/bench/coverage_table.py) are kept under WORK/optimize-<name>/; every model's tables
+# together in OUT_DIR/optimize-tables.md, and
 # every run's small files (reports, tables, logs) in OUT_DIR/optimize-results.tgz, both
 # rewritten after every run, so a call cut short by its time limit still brings back what ran.
 #   KFORGE_GPU_WORK_DIR=DIR                  where the exported models and run directories go
@@ -131,6 +132,8 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
   if [[ -f $run/report.json ]]; then
     python3 tools/bench/target_table.py "$run" --out "$run/table.md" && cat "$run/table.md" ||
       job_rc=1
+    # What was searched and the hottest ops skipped, why (a model kforge was not tuned on).
+    python3 tools/bench/coverage_table.py "$run" --out "$run/coverage.md" >/dev/null || job_rc=1
   fi
   collect_results || job_rc=1
   return $job_rc
