@@ -445,6 +445,23 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
 TEST(SynthesizerTest, AChainedReductionMustBeBroadcastBackOverItsRow) {
   const v1::Target rms = Sample(SampleTargets(v1::FLOAT32), "mean_broadcast_rms_norm").target;
   ASSERT_NE(testing::BindForTest(rms), nullptr);
+  // sum and amax broadcast back the same way (`x / x.sum(-1, keepdim=True)`, softmax's
+  // `x - x.amax(-1, keepdim=True)`); argmax's index is not a value to broadcast.
+  for (const char* op : {"aten::sum", "aten::amax", "aten::argmax"}) {
+    v1::Target t = rms;
+    t.mutable_nodes(1)->set_op(op);
+    t.mutable_nodes(1)->set_overload(std::string(op) == "aten::sum" ? "dim_IntList" : "");
+    if (std::string(op) == "aten::argmax") {
+      EXPECT_THAT(Refusal(t), HasSubstr("an index is not broadcast back"));
+      continue;
+    }
+    auto generator = testing::BindForTest(t);
+    ASSERT_NE(generator, nullptr) << op;
+    auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 1)[0]);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(kernel->source, HasSubstr(std::string(op) == "aten::sum" ? "ctx.a = (float)s.s;"
+                                                                         : "ctx.a = s.v;"));
+  }
   auto with_mean_arg = [&](const char* name, const v1::ScalarValue& value) {
     v1::Target t = rms;
     for (v1::Argument& arg : *t.mutable_nodes(1)->mutable_args()) {
