@@ -2297,33 +2297,28 @@ class RowKernelGenerator : public KernelGenerator {
                             limit, ")");
     }
     const std::vector<int> block = {rt * rpb, 1, 1};
-    if (sync) {
-      // Partials, then one arrival counter per row block; the grid is the resident blocks,
-      // rounded down to whole rows' worth of chunks (SyncGrid).
+    if (sync || ordered) {
+      // Partials, then one arrival counter per row block (an ordered split's 8-byte ticket
+      // counter after them), zeroed by a clearing launch.
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      plan.let.push_back({"GRID", absl::StrCat("min(ITEMS, num_sms * ", ResidentBlocksPerSm(c),
-                                               " / ", split, " * ", split, ")")});
       plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
-                                        " + ROW_BLOCKS * 4");
+                                        " + ROW_BLOCKS * 4", ordered ? " + 16" : "");
       plan.launches.push_back({"kf_rows_clear",
                                {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"},
                                {256, 1, 1},
                                "0",
                                {}});
+    }
+    if (sync) {
+      // The grid is the resident blocks, rounded down to whole rows' worth of chunks
+      // (SyncGrid).
+      plan.let.push_back({"GRID", absl::StrCat("min(ITEMS, num_sms * ", ResidentBlocksPerSm(c),
+                                               " / ", split, " * ", split, ")")});
       PlanLaunch launch{"kf_rows_sync", {"GRID", "1", "1"}, block, shared, {}};
       launch.cooperative = true;
       plan.launches.push_back(launch);
     } else if (ordered) {
-      // Partials, an arrival counter per row block, then the 8-byte ticket counter; a grid of
-      // the resident blocks, each taking items until the tickets run out.
-      plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
-                                        " + ROW_BLOCKS * 4 + 16");
-      plan.launches.push_back({"kf_rows_clear",
-                               {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"},
-                               {256, 1, 1},
-                               "0",
-                               {}});
+      // A grid of the resident blocks, each taking items until the tickets run out.
       PlanLaunch launch{"kf_rows_ordered",
                         {absl::StrCat("min(2 * ITEMS, num_sms * ", ResidentBlocksPerSm(c), ")"),
                          "1", "1"},
