@@ -237,7 +237,12 @@ std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target)
       for (int in = 0; in < target.input_names_size(); ++in) {
         if (target.input_names(in) == recorded->tensor()) index = in;
       }
-      if (index < 0 || match.inputs[index] != kUnset) return std::nullopt;
+      if (index < 0) return std::nullopt;
+      // An input the target reads twice (x in a written-out RMSNorm) is one value here too.
+      if (const InputPosition seen = match.inputs[index]; seen != kUnset) {
+        if (match.nodes[seen.first]->input(seen.second) != value) return std::nullopt;
+        continue;
+      }
       // Where the graph records a complete type (traced models), it must agree.
       if (auto type = value->type()->cast<c10::TensorType>()) {
         const v1::TensorSignature& sig = target.inputs(index);

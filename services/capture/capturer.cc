@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -586,12 +587,20 @@ class Recorder {
     }
   }
 
-  // Copies `tensors[i]` as the target's input "in<inputs[i]>" (where inputs[i] >= 0), unless
-  // the target's inputs pass the cap.
-  void Keep(int target, const std::vector<at::Tensor>& tensors, const std::vector<int>& inputs) {
+  // Copies `tensors[i]` as the target's input "in<inputs[i]>" (where inputs[i] >= 0 and no
+  // call of the chain kept it before: a tensor it reads twice), unless the target's inputs
+  // pass the cap.
+  void Keep(int target, const std::vector<at::Tensor>& tensors, std::vector<int> inputs) {
+    std::vector<NamedTensor>& kept = capture_->tensors[target];
     int64_t bytes = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (inputs[i] >= 0) bytes += SpanBytes(tensors[i]);
+      if (inputs[i] < 0) continue;
+      const std::string name = absl::StrCat("in", inputs[i]);
+      if (std::any_of(kept.begin(), kept.end(), [&](const NamedTensor& t) { return t.name == name; })) {
+        inputs[i] = -1;
+        continue;
+      }
+      bytes += SpanBytes(tensors[i]);
     }
     capture_->bytes[target] += bytes;
     if (capture_->bytes[target] > capture_->max_bytes) {
@@ -895,9 +904,16 @@ std::string GraphJson(const InlinedForward& forward, const std::string& model_na
 // at most one row-wise or normalization op (`x * scale + mask` into a softmax, a batch norm
 // into its ReLU). A node that writes an argument in place joins only where what it writes is
 // the previous node's output, which nothing else sees.
+// A tensor slot of a chain's node: (node, slot).
+using SlotRef = std::pair<int, int>;
+
 struct Chain {
   std::vector<int> groups;          // per node, in order
   std::vector<int> links;           // links[i]: node i+1's tensor slot that node i's output fills
+  // shared[i][t]: the slot that first reads the graph value node i's slot t reads, where an
+  // earlier one does ({-1, -1} otherwise): `x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`
+  // reads x twice, and the target then has one input for it.
+  std::vector<std::vector<SlotRef>> shared;
   std::vector<size_t> first_calls;  // the first instance's calls (its inputs are captured)
   int64_t instances = 0;            // in one forward
 };
@@ -936,7 +952,9 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
     auto it = calls.find(n);
     return it == calls.end() ? -1 : sequence[it->second];
   };
-  std::map<std::pair<std::vector<int>, std::vector<int>>, Chain> found;
+  std::map<std::tuple<std::vector<int>, std::vector<int>, std::vector<std::vector<SlotRef>>>,
+           Chain>
+      found;
   std::unordered_map<const torch::jit::Node*, bool> taken;
   for (const torch::jit::Node* first : forward.nodes) {
     const int g0 = group_of(first);
@@ -966,10 +984,22 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
     }
     if (path.size() < 2) continue;
     for (const torch::jit::Node* n : path) taken[n] = true;
-    Chain& chain = found[{path_groups, links}];
+    std::vector<std::vector<SlotRef>> shared(path.size());
+    std::unordered_map<const torch::jit::Value*, SlotRef> first_reader;
+    for (size_t i = 0; i < path.size(); ++i) {
+      shared[i].assign(groups[path_groups[i]].proto.inputs_size(), {-1, -1});
+      for (size_t j = 0; j < path[i]->inputs().size(); ++j) {
+        const int slot = TensorSlot(path[i], j, groups[path_groups[i]]);
+        if (slot < 0 || (i > 0 && slot == links[i - 1])) continue;
+        auto [it, first] = first_reader.emplace(path[i]->input(j), SlotRef(i, slot));
+        if (!first) shared[i][slot] = it->second;
+      }
+    }
+    Chain& chain = found[{path_groups, links, shared}];
     if (chain.instances++ == 0) {
       chain.groups = path_groups;
       chain.links = links;
+      chain.shared = std::move(shared);
       for (const torch::jit::Node* n : path) chain.first_calls.push_back(calls.at(n));
     }
   }
@@ -979,13 +1009,14 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
 }
 
 // The target of a subgraph from its nodes' groups in order — one for a single op — and, for a
-// chain, `links[i]`: node i+1's tensor slot that node i's output fills. Node i's output is
-// "v<i>" inside a chain and "out<j>" at its end; the inputs "in<k>" are the nodes' other
-// tensors in order. `input_of_slot[i][t]` is the target input that node i's tensor slot t is
-// (-1: the previous node's output).
+// chain, `links[i]`: node i+1's tensor slot that node i's output fills, and `shared` (Chain).
+// Node i's output is "v<i>" inside a chain and "out<j>" at its end; the inputs "in<k>" are the
+// nodes' other tensors in order, a tensor read twice once. `input_of_slot[i][t]` is the target
+// input that node i's tensor slot t is (-1: the previous node's output).
 v1::Target MakeSubgraphTarget(const std::vector<const Group*>& nodes,
                               const std::vector<int>& links, int64_t calls_per_forward,
                               double profiled_forward_s,
+                              const std::vector<std::vector<SlotRef>>* shared = nullptr,
                               std::vector<std::vector<int>>* input_of_slot = nullptr) {
   v1::Target t;
   std::vector<std::vector<int>> slots(nodes.size());
@@ -1005,6 +1036,11 @@ v1::Target MakeSubgraphTarget(const std::vector<const Group*>& nodes,
         *a->mutable_scalar() = slot.scalar;
       } else if (i > 0 && slot.tensor == links[i - 1]) {
         a->set_tensor(absl::StrCat("v", i - 1));
+      } else if (const SlotRef first = shared ? (*shared)[i][slot.tensor] : SlotRef(-1, -1);
+                 first.first >= 0) {
+        const int k = slots[first.first][first.second];
+        slots[i][slot.tensor] = k;
+        a->set_tensor(absl::StrCat("in", k));
       } else {
         const int k = t.input_names_size();
         slots[i][slot.tensor] = k;
@@ -1298,7 +1334,8 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
     std::vector<const Group*> nodes;
     for (int g : chains[i].groups) nodes.push_back(&groups[g]);
     c.target = MakeSubgraphTarget(nodes, chains[i].links, chains[i].instances,
-                                  result.profiled_forward_s, &c.input_of_slot);
+                                  result.profiled_forward_s, &chains[i].shared,
+                                  &c.input_of_slot);
     c.target.set_family(family ? family(c.target) : "");
     c.per_forward_s = c.target.eager_time_s() * static_cast<double>(c.target.calls_per_forward());
     c.chain = static_cast<int>(i);

@@ -215,6 +215,15 @@ TEST(CaptureCli, Qwen3sWrittenOutRmsNormIsAReductionChainTarget) {
     if (ops.size() >= rms.size() && std::equal(rms.begin(), rms.end(), ops.begin())) {
       ++rms_norms;
       EXPECT_EQ(t.value("family", ""), "reduction") << t.dump();
+      // pow and the mul read one hidden state: one input, which the kernel reads once.
+      auto self_of = [&](int node) {
+        for (const auto& a : t["nodes"][node]["args"]) {
+          if (a.value("name", "") == "self") return a.value("tensor", "");
+        }
+        return std::string();
+      };
+      EXPECT_EQ(self_of(0), "in0") << t.dump();
+      EXPECT_EQ(self_of(4), "in0") << t.dump();
     }
   }
   EXPECT_GE(rms_norms, 1) << "the chain targets:\n" << chains;

@@ -100,6 +100,33 @@ v1::Target JoinChain(const std::vector<v1::Target>& nodes, const std::vector<std
   return chain;
 }
 
+// `chain` with node `node`'s tensor argument `arg` reading the chain's input `input` again,
+// as capture names a tensor that two nodes read (x in a written-out RMSNorm): the input the
+// argument had (after `input`) is dropped and the later ones renumbered.
+v1::Target ReadAgain(v1::Target chain, int node, const std::string& arg, int input) {
+  std::string own;
+  for (v1::Argument& a : *chain.mutable_nodes(node)->mutable_args()) {
+    if (a.name() == arg) own = a.tensor();
+  }
+  int k = 0;
+  while (chain.input_names(k) != own) ++k;
+  chain.mutable_input_names()->erase(chain.mutable_input_names()->begin() + k);
+  chain.mutable_inputs()->erase(chain.mutable_inputs()->begin() + k);
+  const auto renamed = [&](const std::string& name) {
+    if (name == own) return "in" + std::to_string(input);
+    if (name.rfind("in", 0) != 0) return name;
+    const int j = std::stoi(name.substr(2));
+    return j > k ? "in" + std::to_string(j - 1) : name;
+  };
+  for (v1::SubgraphNode& n : *chain.mutable_nodes()) {
+    for (v1::Argument& a : *n.mutable_args()) {
+      if (a.kind_case() == v1::Argument::kTensor) a.set_tensor(renamed(a.tensor()));
+    }
+  }
+  for (std::string& name : *chain.mutable_input_names()) name = renamed(name);
+  return chain;
+}
+
 }  // namespace
 
 v1::TensorSignature Dense(std::vector<int64_t> sizes, v1::DType dtype) {
@@ -392,8 +419,10 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
   }
   {
     // RMSNorm written out, as Llama, Qwen3 and T5 write it: `x * rsqrt(x.pow(2).mean(-1,
-    // keepdim=True) + eps)` on the hidden state in float32 (read by pow and by the mul, two
-    // inputs to capture), then `weight * h.to(dtype)`: the mean broadcast back over its row.
+    // keepdim=True) + eps)` on the hidden state in float32, then `weight * h.to(dtype)`: the
+    // mean broadcast back over its row. The hidden state, read by pow and by the mul, is one
+    // input, as capture names it; Gemma's form below keeps two, as a model passing two equal
+    // tensors would.
     const v1::DType f = v1::FLOAT32;
     S x = pick({2, 1024, 1024}, {3, 7, 96});
     S r = {x[0], x[1], 1};
@@ -418,7 +447,7 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     nodes.push_back(TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense({x[2]}, t))
                         .Tensor("other", Dense(x, t)).Output(Dense(x, t)));
     links.push_back("other");
-    add("mean_broadcast_rms_norm", "reduction", JoinChain(nodes, links));
+    add("mean_broadcast_rms_norm", "reduction", ReadAgain(JoinChain(nodes, links), 4, "self", 0));
     if (t != f) {
       // Gemma's: `(x * rsqrt(...)) * (1.0 + weight.float())`, then `.type_as(x)`.
       nodes.resize(5);
@@ -610,6 +639,14 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
                    TargetBuilder("aten::gelu", "").Tensor("self", Dense(x, t))
                        .Scalar("approximate", Str("tanh")).Output(Dense(x, t))},
                   {"self"}));
+    // SiLU written out, `x * torch.sigmoid(x)`: the mul reads the chain's input again.
+    add("sigmoid_mul_self_chain", "elementwise",
+        ReadAgain(JoinChain({TargetBuilder("aten::sigmoid", "").Tensor("self", Dense(x, t))
+                                 .Output(Dense(x, t)),
+                             TargetBuilder("aten::mul", "Tensor").Tensor("self", Dense(x, t))
+                                 .Tensor("other", Dense(x, t)).Output(Dense(x, t))},
+                            {"other"}),
+                  1, "self", 0));
   }
   // Layout copies of strided views into contiguous outputs.
   {

@@ -409,13 +409,18 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
        "// kforge synth: batch_norm inference -> add -> relu\n",
        {"#define KF_EPILOGUE 1", "kf_epi_load<V>(args, k * V, epi[j]);", "return a + b;"}},
       // The mean broadcast back: every element the row's mean through the epilogue, which
-      // reads the hidden state (input 1, operand 0) and the weight's row (operand 1).
+      // reads the hidden state (input 0, operand 0: the row's values as the output pass
+      // read them) and the weight's row (operand 1).
       {"mean_broadcast_rms_norm",
        "// kforge synth: pow 2 -> mean -> add by 1e-06 -> rsqrt -> mul -> to bfloat16 -> mul "
        "rows",
-       {"ctx.a = (float)(s.s / (double)count);", "return ctx.a; }", "ch.base0 = row * cols;",
-        "ch.base1 = (row * cols) % args.inputs[2].numel;", "x = kf_epi2(o.v0[i], x);",
-        "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);"}},
+       {"ctx.a = (float)(s.s / (double)count);", "return ctx.a; }",
+        "ch.base1 = (row * cols) % args.inputs[1].numel;", "x = kf_epi2(o.v0[i], x);",
+        "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);",
+        "for (int i = 0; i < V; ++i) o.v0[i] = r[i];", "kf_epilogue_load_from_row<V>(v, epi);"}},
+      // SiLU written out: the mul's operand is the streamed input's own value.
+      {"sigmoid_mul_self_chain", "// kforge synth: sigmoid -> mul elementwise",
+       {"x = kf_stage0(x, 0.f);", "x = kf_stage1(a, x);"}},
   };
   for (const Case& test : cases) {
     SCOPED_TRACE(test.sample);

@@ -770,13 +770,14 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
       absl::StrAppend(&src, "__device__ __forceinline__ float kf_op(float a, float b) {\n  ",
                       OpBody(p_, fast), "\n}\n");
     } else {
-      // The chain's stages in turn on the streamed value; the operand is b.
+      // The chain's stages in turn on the streamed value; the operand is b, or a where it is
+      // the streamed input itself (`x * sigmoid(x)`).
       std::string steps;
       for (size_t i = 0; i < p_.chain.size(); ++i) {
         const PointwiseStage& stage = p_.chain[i];
         const std::string fn = absl::StrCat("kf_stage", i);
         src += StageFunction(stage, fn);
-        const char* b = stage.operand >= 0 ? "b" : "0.f";
+        const char* b = stage.operand == 0 ? "a" : stage.operand > 0 ? "b" : "0.f";
         absl::StrAppend(&steps, "  x = ", fn, "(", stage.value_is_b ? b : "x", ", ",
                         stage.value_is_b ? "x" : b, ");\n");
       }
@@ -1203,14 +1204,15 @@ class ElementwiseFamily : public Family {
   }
 
   // A chain of elementwise nodes as one kernel: its stages in turn on input 0, with at most
-  // one tensor operand among them (input 1), as the engine reads two inputs.
+  // one tensor operand among them (input 1) beside input 0 itself, as the engine reads two
+  // inputs.
   static absl::Status BindChain(const v1::Target& target, ElementwiseProblem& p) {
     v1::DType dtype = target.inputs_size() > 0 ? target.inputs(0).dtype() : v1::FLOAT32;
     std::vector<std::string> names;
     for (int i = 0; i < target.nodes_size(); ++i) {
       KF_ASSIGN_OR_RETURN(PointwiseStage stage, BindPointwiseStage(target, i, dtype));
       dtype = stage.value_dtype;
-      if (stage.operand > 1 || (stage.operand == 0 && i > 0)) {
+      if (stage.operand > 1) {
         return absl::UnimplementedError(absl::StrCat(
             "a chain of elementwise nodes whose ", stage.name, " reads input ", stage.operand,
             ": the family reads the streamed value and one operand (inputs 0 and 1)"));

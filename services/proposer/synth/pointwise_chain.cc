@@ -141,7 +141,7 @@ std::string StageFunction(const PointwiseStage& stage, const std::string& name) 
 std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* prefix,
                                      const char* ops_type, const char* load,
                                      const char* apply) const {
-  std::string fns, members, loads, steps;
+  std::string fns, members, loads, steps, from_row;
   for (size_t s = 0; s < side.size(); ++s) {
     const Part& part = side[s];
     const std::string fn = absl::StrCat("kf_", prefix, s);
@@ -168,6 +168,10 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
         absl::StrAppend(&members, "  float v", k, "[V];\n");
         absl::StrAppend(&loads, "  kf_load<V>(ch.p", k, " + ch.base", k, " + c, o.v", k, ");\n");
         b = absl::StrCat("o.v", k, "[i]");
+        if (ReadsStreamedInput(op)) {
+          absl::StrAppend(&from_row, "#pragma unroll\n  for (int i = 0; i < V; ++i) o.v", k,
+                          "[i] = r[i];\n");
+        }
       }
     }
     absl::StrAppend(&steps, "    x = ", fn, "(", part.stage.value_is_b ? b : "x", ", ",
@@ -180,7 +184,26 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
       "}\ntemplate <int V>\n__device__ __forceinline__ void ", apply, "(const ", ops_type,
       "<V>& o, float (&v)[V]) {\n#pragma unroll\n  for (int i = 0; i < V; ++i) {\n"
       "    float x = v[i];\n",
-      steps, "    v[i] = x;\n  }\n}\n");
+      steps, "    v[i] = x;\n  }\n}\n",
+      // The operands that are the streamed input itself, from its values as the engine read
+      // them: an engine that holds them calls this after the load, whose loads of these then
+      // go unused and are left out by the compiler. (Only where there are such operands: the
+      // other chains' sources stay as they were, and the kernels swept before with them.)
+      from_row.empty()
+          ? ""
+          : absl::StrCat("template <int V>\n__device__ __forceinline__ void ", load,
+                         "_from_row(const float (&r)[V], ", ops_type, "<V>& o) {\n", from_row,
+                         "}\n"));
+}
+
+bool PointwiseChain::ReadsStreamedInput(const ChainOperand& op) {
+  return op.input == 0 && op.layout == OperandLayout::kFlat;
+}
+
+bool PointwiseChain::EpilogueReadsStreamedInput() const {
+  return std::any_of(epilogue_.begin(), epilogue_.end(), [&](const Part& part) {
+    return part.operand >= 0 && ReadsStreamedInput(operands_[part.operand]);
+  });
 }
 
 std::string PointwiseChain::DeviceCode() const {
@@ -234,6 +257,7 @@ std::string PointwiseChain::DeviceCode() const {
 double PointwiseChain::OperandBytes() const {
   double bytes = 0;
   for (const ChainOperand& op : operands_) {
+    if (ReadsStreamedInput(op)) continue;  // the anchor's own input
     bytes += static_cast<double>(op.numel) * ElementSize(op.dtype);
   }
   return bytes;

@@ -75,8 +75,11 @@ class PointwiseChain {
   // row `row` is row * cols + c; an engine without rows passes 0, 0 and c = e);
   // KfProOperands<V> and KfEpiOperands<V>, the operands of V elements loaded by
   // kf_prologue_load / kf_epilogue_load<V>(const KfChain&, kf_i64 c, ops&) and applied by
-  // kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]). Vector loads: the
-  // engine's V elements are contiguous and V-aligned in the row, KF_VEC the widest.
+  // kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]), and, where a side
+  // has operands that are the streamed input (EpilogueReadsStreamedInput),
+  // kf_prologue_load_from_row / kf_epilogue_load_from_row<V>(const float (&r)[V], ops&), which
+  // set them from the input's values r at those elements. Vector
+  // loads: the engine's V elements are contiguous and V-aligned in the row, KF_VEC the widest.
   std::string DeviceCode() const;
 
   // Whether an operand is several whole rows that the value's rows repeat (an attention mask
@@ -84,6 +87,11 @@ class PointwiseChain {
   // kf_chain_period(const KfArgs&, kf_i64 cols): the rows of the first such operand, by which
   // an engine can walk the rows that read one of its rows together.
   bool has_repeated_rows() const { return repeated_rows_ >= 0; }
+  // Whether an epilogue node reads the streamed input itself (the x of a written-out RMSNorm,
+  // `x * rsqrt(mean(x^2) + eps)`, which the capture names once): an engine that holds the
+  // input's values where it applies the epilogue passes them (kf_epilogue_load_from_row)
+  // instead of loading them again.
+  bool EpilogueReadsStreamedInput() const;
   // Bytes the operands move at least (each once), beside the anchor's own.
   double OperandBytes() const;
   // The widest operand element a vector load reads (0: none read by vectors).
@@ -101,6 +109,7 @@ class PointwiseChain {
     PointwiseStage stage;
     int operand = -1;  // index into operands_, -1: none
   };
+  static bool ReadsStreamedInput(const ChainOperand& op);
   std::string SideCode(const std::vector<Part>& side, const char* prefix,
                        const char* ops_type, const char* load, const char* apply) const;
 

@@ -1017,8 +1017,15 @@ __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const 
   for (int i = 0; i < V; ++i) u[i] = v[i];
   kf_prologue_apply<V>(p.pro, u);
   kf_op_out_vec<V>(u, c, p.op, ctx, o);
-  kf_epilogue_apply<V>(p.epi, o);
-}
+)",
+                      p.chain.EpilogueReadsStreamedInput()
+                          ? R"(  // v holds the row's values as read: the epilogue's operands that are the row input.
+  KfEpiOperands<V> epi = p.epi;
+  kf_epilogue_load_from_row<V>(v, epi);
+  kf_epilogue_apply<V>(epi, o);
+)"
+                          : "  kf_epilogue_apply<V>(p.epi, o);\n",
+                      R"(}
 template <int P, int V>
 __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
                                        const KfRowCtx& ctx) {
@@ -1801,7 +1808,12 @@ class RowKernelGenerator : public KernelGenerator {
     // Passes that read the row: a broadcast reduction's output pass reads its operands only.
     const int data_passes = (two_pass ? 2 : 1) + (RereadsRow() ? 1 : 0);
     const bool cached = cache != "none";
-    const double rereads = cached ? 0 : data_passes - 1;
+    // A cache after the prologue (CacheHooks) holds no raw values for an epilogue that reads
+    // the row input: its output pass loads them again.
+    const bool after_prologue = cache == "regs" || cache == "smem_f32";
+    const double rereads =
+        !cached ? data_passes - 1
+                : after_prologue && RereadsRow() && p_.chain.EpilogueReadsStreamedInput() ? 1 : 0;
     const double in_bytes = elems * in_size;
     const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
     const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
@@ -1819,7 +1831,6 @@ class RowKernelGenerator : public KernelGenerator {
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // The chain's prologue runs again in each pass over the row, but where the cache holds
     // its results.
-    const bool after_prologue = cache == "regs" || cache == "smem_f32";
     per_elem_ops += p_.chain.PrologueOpsPerElement() * (after_prologue ? 1 : data_passes);
     // Norm statistics: an add, a subtract and an FMA per element either way; one pass adds a
     // Chan merge per vector.
@@ -2384,9 +2395,11 @@ class RowKernelGenerator : public KernelGenerator {
     return (Sync(c) && c.Get("split_mode") == "sync_keep") || InTicketOrder(c);
   }
   // Whether the output pass reads the row again: not where one value per row is written, nor
-  // where a reduction is broadcast back (its output pass reads the epilogue's operands only;
-  // the row's loads, unused, are dead code).
-  bool RereadsRow() const { return !per_row_ && !p_.broadcast; }
+  // where a reduction is broadcast back and its epilogue does not read the row input (its
+  // output pass reads the epilogue's operands only; the row's loads, unused, are dead code).
+  bool RereadsRow() const {
+    return !per_row_ && (!p_.broadcast || p_.chain.EpilogueReadsStreamedInput());
+  }
   // A split whose blocks take the sync split's items in ticket order (kOrderedEntry).
   bool InTicketOrder(const Config& c) const {
     return c.GetInt("split") > 1 && c.Get("split_mode") == "ordered";
