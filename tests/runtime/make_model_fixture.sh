@@ -3,7 +3,7 @@
 # `kforge optimize --device cpu` run on it (captures, proposes and compiles; exit 3: no GPU),
 # winners marked by the SimulatedValidation fixture (simulate_validated_run: nothing measured)
 # and `kforge export` of the result.
-#   make_model_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR REPO OUT_DIR resnet50|qwen3|unmatched|chained|fused
+#   make_model_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR REPO OUT_DIR resnet50|qwen3|unmatched|chained|fused|rms_norm
 # resnet50: examples/resnet50.py at batch 1; every op group is captured (--top 45 leaves none
 #   out), and the first compiled candidate of three batch_norm targets — the shapes that won on
 #   the H200 at batch 32 — is marked validated.
@@ -15,6 +15,8 @@
 # fused: tests/capture/make_chain_model.py, its chain softmax(x * 0.125 + mask) a target of its
 #   own (the others are captured with --no-fuse: single ops), gets the hand-written
 #   tests/gpu/kernels/masked_softmax_chain.cu (a fixed, known-correct source), marked validated.
+# rms_norm: make_small_model.py's written-out RMSNorm, captured with --fuse: the first compiled
+#   candidate of its chain (pow -> mean -> add -> rsqrt -> mul -> mul, x read twice) is marked.
 # Writes OUT_DIR/{model/, run/, target_ids, export.json or export.err, export.rc}.
 set -euo pipefail
 BIN=$1 PY=$2 SRC=$3 REPO=$4 OUT=$5 NAME=$6
@@ -35,6 +37,9 @@ case $NAME in
   unmatched|chained)
     "$PY" "$SRC/make_small_model.py" "$OUT/model" $NAME > "$OUT/kforge-export.log" 2>&1
     TOP=2 SELECT=() ;;
+  rms_norm)
+    "$PY" "$SRC/make_small_model.py" "$OUT/model" $NAME > "$OUT/kforge-export.log" 2>&1
+    TOP=1 FUSE=--fuse SELECT=() ;;
   fused)
     "$PY" "$REPO/tests/capture/make_chain_model.py" "$OUT/model" > "$OUT/kforge-export.log" 2>&1
     TOP=6 FUSE=--fuse SELECT=() ;;
@@ -56,6 +61,12 @@ for t in json.load(open(sys.argv[1]))["targets"]:
   "$BIN/simulate_validated_run" "$OUT/run" "$chain" \
     "$SRC/../gpu/kernels/masked_softmax_chain.cu" "$SRC/../gpu/kernels/masked_softmax_chain.json" \
     > "$OUT/target_ids"
+elif [[ $NAME == rms_norm ]]; then
+  chain=$("$PY" -c 'import json,sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    if t["nodes"][0]["op"] == "aten::pow":
+        print(t["id"])' "$OUT/run/profile.json")
+  "$BIN/simulate_validated_run" "$OUT/run" --compiled "$chain" > "$OUT/target_ids"
 elif [[ $NAME == unmatched || $NAME == chained ]]; then
   dim=$([[ $NAME == unmatched ]] && echo 1 || echo -1)
   "$BIN/simulate_validated_run" "$OUT/run" "aten::softmax dim=$dim" \

@@ -1,10 +1,12 @@
 # Test fixtures: small TorchScript models for the exporter's edge cases, saved with inputs.
-#   make_small_model.py OUT_DIR unmatched|chained
+#   make_small_model.py OUT_DIR unmatched|chained|rms_norm
 # unmatched (scripted): the softmax takes its `dim` computed at run time. The capture records
 #   the call with dim=1, but no node of the graph has that dim as a constant, so a kernel for
 #   the target is proven for no node: the export must say so, never stay silent.
 # chained (traced): two softmax(dim=-1) of the same shape, the second on the first's output:
 #   both nodes are rewritten, and the second must take the first's rewritten result.
+# rms_norm (traced): an RMSNorm written out, `x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+#   * weight`: a chain that reads x twice, one input of its target and of its kforge::run.
 import os
 import sys
 
@@ -21,6 +23,15 @@ class Chained(torch.nn.Module):
         return torch.softmax(torch.softmax(x, dim=-1), dim=-1) * 2.0
 
 
+class RmsNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("weight", torch.rand(512) + 0.5)
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
 def main():
     out, name = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -28,9 +39,9 @@ def main():
     x = torch.randn(64, 512)
     if name == "unmatched":
         model = torch.jit.script(Unmatched().eval())
-    elif name == "chained":
+    elif name in ("chained", "rms_norm"):
         with torch.no_grad():
-            model = torch.jit.trace(Chained().eval(), (x,))
+            model = torch.jit.trace((Chained() if name == "chained" else RmsNorm()).eval(), (x,))
     else:
         raise SystemExit(f"unknown model {name}")
     model.save(os.path.join(out, "model.pt"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The bundles exported from real models (make_model_fixture.sh: ResNet-50, the Qwen3 example,
-make_small_model.py's two chained softmax nodes, and the chain softmax(x * 0.125 + mask) of
-make_chain_model.py rewritten as one), run in plain PyTorch on the CPU (ctest:
+make_small_model.py's two chained softmax nodes and its written-out RMSNorm, and the chain
+softmax(x * 0.125 + mask) of make_chain_model.py rewritten as one), run in plain PyTorch on the CPU (ctest:
 runtime_models_python_test).
 
 Each optimized model gives outputs identical to the original's (every rewritten node falls back
@@ -66,6 +66,9 @@ class OptimizedModelsOnCpu(unittest.TestCase):
 
     def test_a_chain_rewritten_as_one(self):
         self.check("fused", 1)
+
+    def test_a_chain_reading_its_input_twice(self):
+        self.check("rms_norm", 1)
 
 
 class FusedChainOnGpu(unittest.TestCase):

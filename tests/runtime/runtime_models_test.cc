@@ -359,5 +359,29 @@ TEST(RuntimeModelsTest, AChainIsOneCallWhoseFallbackIsItsNodes) {
   EXPECT_EQ(fallback, (std::vector<std::string>{"aten::mul", "aten::add", "aten::softmax"}));
 }
 
+TEST(RuntimeModelsTest, ATensorTheChainReadsTwiceIsOneInputOfItsCall) {
+  // x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight: pow and the first mul read x,
+  // which the capture names once, so the one kforge::run takes x once, then the weight.
+  const fs::path fixture = kFixtures / "rms_norm";
+  ASSERT_EQ(Slurp(fixture / "export.rc"), "0\n") << Slurp(fixture / "export.err");
+  nlohmann::json j = nlohmann::json::parse(Slurp(fixture / "export.json"));
+  EXPECT_EQ(j["nodes_rewritten"], 1);
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  EXPECT_EQ(j["kernels"][0]["op"],
+            "aten::pow -> aten::mean -> aten::add -> aten::rsqrt -> aten::mul -> aten::mul");
+  torch::jit::Module model = torch::jit::load((fixture / "bundle" / "model.pt").string());
+  std::shared_ptr<torch::jit::Graph> graph = model.get_method("forward").graph();
+  graph->lint();
+  torch::jit::Node* run = nullptr;
+  for (torch::jit::Node* n : graph->nodes()) {
+    if (n->kind().toQualString() == std::string("kforge::run")) run = n;
+  }
+  ASSERT_NE(run, nullptr);
+  torch::jit::Node* inputs = run->input(3)->node();
+  ASSERT_EQ(inputs->inputs().size(), 2u);
+  EXPECT_EQ(inputs->input(0), graph->inputs()[1]);  // x, once
+  EXPECT_NE(inputs->input(1), graph->inputs()[1]);  // the weight
+}
+
 }  // namespace
 }  // namespace kforge
