@@ -488,6 +488,38 @@ TEST(SynthesizerTest, AChainedReductionMustBeBroadcastBackOverItsRow) {
   EXPECT_THAT(Refusal(ends), HasSubstr("broadcast back"));
 }
 
+// A written-out RMSNorm reads its hidden state once: capture names it one input (pow's and
+// the mul's), and the output pass hands the epilogue the row as it read it, from shared
+// memory or from a register cache that holds x itself rather than the prologue's x^2. Where
+// the two reads are two inputs (Gemma's sample), the register cache holds x^2 and the
+// epilogue loads its operand.
+TEST(SynthesizerTest, AWrittenOutRmsNormReadsItsRowOnce) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  auto source = [&](const char* sample, const char* cache) {
+    auto generator = testing::BindForTest(Sample(samples, sample).target);
+    EXPECT_NE(generator, nullptr) << sample;
+    if (generator == nullptr) return std::string();
+    auto config = generator->Space().Parse(absl::StrCat(
+        "row_threads=128;vec=4;reg_cache=8;split=1;split_mode=scratch;unroll=1;grid=oneshot;"
+        "rows_per_block=1;cache=",
+        cache));
+    EXPECT_TRUE(config.ok()) << config.status();
+    if (!config.ok()) return std::string();
+    auto kernel = generator->Generate(generator->Canonicalize(*config));
+    EXPECT_TRUE(kernel.ok()) << kernel.status();
+    return kernel.ok() ? kernel->source : std::string();
+  };
+  for (const char* cache : {"none", "smem", "regs"}) {
+    SCOPED_TRACE(cache);
+    const std::string src = source("mean_broadcast_rms_norm", cache);
+    EXPECT_THAT(src, HasSubstr("kf_epilogue_load_from_row<V>(v, epi);"));
+    EXPECT_THAT(src, Not(HasSubstr("kf_cache_in")));  // the register cache holds x as read
+  }
+  const std::string gemma = source("mean_broadcast_gemma_norm", "regs");
+  EXPECT_THAT(gemma, HasSubstr("kf_cache_in<V>(v, c, ctx);"));
+  EXPECT_THAT(gemma, Not(HasSubstr("_from_row")));
+}
+
 // The bf16 sample attention chain (mul -> add mask -> softmax -> to) and a one-warp-per-row
 // config of it with `choices` (rows per block, algo, cache, row order), canonicalized.
 std::unique_ptr<KernelGenerator> AttentionChain() {

@@ -1810,7 +1810,7 @@ class RowKernelGenerator : public KernelGenerator {
     const bool cached = cache != "none";
     // A cache after the prologue (CacheHooks) holds no raw values for an epilogue that reads
     // the row input: its output pass loads them again.
-    const bool after_prologue = cache == "regs" || cache == "smem_f32";
+    const bool after_prologue = AfterPrologue(c);
     const double rereads =
         !cached ? data_passes - 1
                 : after_prologue && RereadsRow() && p_.chain.EpilogueReadsStreamedInput() ? 1 : 0;
@@ -1827,7 +1827,7 @@ class RowKernelGenerator : public KernelGenerator {
     const bool fast = c.GetInt("fast_math") == 1;
     double per_elem_ops = 3;
     // A two-pass softmax over its register cache takes one exp an element (CacheHooks).
-    const double exps = p_.op != RowOp::kSoftmax ? 1.2 : cache == "regs" && two_pass ? 1 : 2;
+    const double exps = p_.op != RowOp::kSoftmax ? 1.2 : after_prologue && cache == "regs" && two_pass ? 1 : 2;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // The chain's prologue runs again in each pass over the row, but where the cache holds
     // its results.
@@ -2246,7 +2246,8 @@ class RowKernelGenerator : public KernelGenerator {
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += ContextCode(p_);
     src += WithChainHooks(p_, OpCode(p_, two_pass));
-    if (cache == "regs") src += CacheHooks(p_, p_.op == RowOp::kSoftmax && two_pass);
+    const bool regs_after_prologue = cache == "regs" && AfterPrologue(c);
+    if (regs_after_prologue) src += CacheHooks(p_, p_.op == RowOp::kSoftmax && two_pass);
     if (cache == "smem_f32") src += CacheHooks(p_, false);
     const bool operand_order = c.Get("row_order") == "operand";
     if (operand_order) src += kOperandRowOrder;
@@ -2281,7 +2282,7 @@ class RowKernelGenerator : public KernelGenerator {
       src += entries;
     }
     if (operand_order) src = Rewritten(std::move(src), kOperandRowOrderAccesses);
-    if (cache == "regs") src = Rewritten(std::move(src), kRegisterCacheAccesses);
+    if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
 
     PlanSpec plan;
@@ -2393,6 +2394,13 @@ class RowKernelGenerator : public KernelGenerator {
   // Chunks re-read from L2 under eviction priorities (kL2KeepAccesses): sync_keep, ordered.
   bool L2Keep(const Config& c) const {
     return (Sync(c) && c.Get("split_mode") == "sync_keep") || InTicketOrder(c);
+  }
+  // Whether the cache holds the values after the chain's prologue (CacheHooks): smem_f32, and
+  // regs unless the epilogue reads the row input itself, whose values the register cache then
+  // holds as read (a written-out RMSNorm's x, not x^2), so the row is read once.
+  bool AfterPrologue(const Config& c) const {
+    const std::string cache = per_row_ ? "none" : c.Get("cache");
+    return cache == "smem_f32" || (cache == "regs" && !p_.chain.EpilogueReadsStreamedInput());
   }
   // Whether the output pass reads the row again: not where one value per row is written, nor
   // where a reduction is broadcast back and its epilogue does not read the row input (its
