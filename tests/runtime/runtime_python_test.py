@@ -155,6 +155,29 @@ class RuntimeInPython(unittest.TestCase):
         ok, _ = check.compare(near, eager, False, args, torch, None)
         self.assertFalse(ok)
 
+    def test_check_optimized_takes_a_greedy_token_the_original_ties_within_tolerance(self):
+        import importlib.machinery
+        import importlib.util
+        import torch
+        path = os.path.join(ARGS.repo, "tools", "check-optimized")
+        loader = importlib.machinery.SourceFileLoader("check_optimized", path)
+        spec = importlib.util.spec_from_loader("check_optimized", loader)
+        check = importlib.util.module_from_spec(spec)
+        loader.exec_module(check)
+        args = argparse.Namespace(rtol=None, atol=None)
+        eager = torch.tensor([[[0.0, 4.0, 3.97, 1.0]]], dtype=torch.bfloat16)  # top two tied
+        ok, detail = check.compare_tokens(eager[..., -1, :], eager[..., -1, :], args, torch)
+        self.assertTrue(ok, detail)
+        self.assertEqual(detail, "greedy next tokens identical")
+        tied = torch.tensor([[[0.0, 3.97, 4.0, 1.0]]], dtype=torch.bfloat16)
+        ok, detail = check.compare_tokens(tied[..., -1, :], eager[..., -1, :], args, torch)
+        self.assertTrue(ok, detail)
+        self.assertIn("a tie, greedy tokens differ: [2] vs [1]", detail)
+        wrong = torch.tensor([[[0.0, 1.0, 2.0, 5.0]]], dtype=torch.bfloat16)  # eager rates 3 far below
+        ok, detail = check.compare_tokens(wrong[..., -1, :], eager[..., -1, :], args, torch)
+        self.assertFalse(ok, detail)
+        self.assertTrue(detail.startswith("greedy tokens differ: [3] vs [1]"), detail)
+
     def test_check_optimized_on_the_cpu(self):
         script = os.path.join(ARGS.repo, "tools", "check-optimized")
         module = os.path.join(ARGS.repo, "tests", "runtime", "make_runtime_model.py") + ":make"
