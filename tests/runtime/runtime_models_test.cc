@@ -321,15 +321,20 @@ TEST(RuntimeModelsTest, ANodeThatConsumesARewrittenNodeTakesItsRewrittenResult) 
   EXPECT_EQ(fallback->input(0), second_inputs->input(0));
 }
 
-TEST(RuntimeModelsTest, AChainIsOneCallWhoseFallbackIsItsNodes) {
-  // softmax(x * 0.125 + mask) captured with --fuse and exported: one kforge::run on x and the
-  // mask, the fallback the three original nodes, and no mul, add or softmax left outside it.
-  const fs::path fixture = kFixtures / "fused";
+// The fixture's export rewrote one node, with one kernel computing the chain `op`.
+void ExpectOneChainRewritten(const fs::path& fixture, const std::string& op) {
   ASSERT_EQ(Slurp(fixture / "export.rc"), "0\n") << Slurp(fixture / "export.err");
   nlohmann::json j = nlohmann::json::parse(Slurp(fixture / "export.json"));
   EXPECT_EQ(j["nodes_rewritten"], 1);
   ASSERT_EQ(j["kernels"].size(), 1u);
-  EXPECT_EQ(j["kernels"][0]["op"], "aten::mul -> aten::add -> aten::softmax");
+  EXPECT_EQ(j["kernels"][0]["op"], op);
+}
+
+TEST(RuntimeModelsTest, AChainIsOneCallWhoseFallbackIsItsNodes) {
+  // softmax(x * 0.125 + mask) captured with --fuse and exported: one kforge::run on x and the
+  // mask, the fallback the three original nodes, and no mul, add or softmax left outside it.
+  const fs::path fixture = kFixtures / "fused";
+  ASSERT_NO_FATAL_FAILURE(ExpectOneChainRewritten(fixture, "aten::mul -> aten::add -> aten::softmax"));
   nlohmann::json manifest = nlohmann::json::parse(Slurp(fixture / "bundle" / "manifest.json"));
   EXPECT_EQ(manifest["kernels"][0]["chain"].size(), 3u);
 
@@ -363,12 +368,8 @@ TEST(RuntimeModelsTest, ATensorTheChainReadsTwiceIsOneInputOfItsCall) {
   // x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight: pow and the first mul read x,
   // which the capture names once, so the one kforge::run takes x once, then the weight.
   const fs::path fixture = kFixtures / "rms_norm";
-  ASSERT_EQ(Slurp(fixture / "export.rc"), "0\n") << Slurp(fixture / "export.err");
-  nlohmann::json j = nlohmann::json::parse(Slurp(fixture / "export.json"));
-  EXPECT_EQ(j["nodes_rewritten"], 1);
-  ASSERT_EQ(j["kernels"].size(), 1u);
-  EXPECT_EQ(j["kernels"][0]["op"],
-            "aten::pow -> aten::mean -> aten::add -> aten::rsqrt -> aten::mul -> aten::mul");
+  ASSERT_NO_FATAL_FAILURE(ExpectOneChainRewritten(
+      fixture, "aten::pow -> aten::mean -> aten::add -> aten::rsqrt -> aten::mul -> aten::mul"));
   torch::jit::Module model = torch::jit::load((fixture / "bundle" / "model.pt").string());
   std::shared_ptr<torch::jit::Graph> graph = model.get_method("forward").graph();
   graph->lint();

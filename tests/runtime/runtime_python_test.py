@@ -132,15 +132,20 @@ class RuntimeInPython(unittest.TestCase):
             self.assertIn("its manifest.json differs from the one exported with this model",
                           changed.stderr)
 
-    def test_check_optimized_scales_the_tolerance_by_eagers_own_error(self):
+    @staticmethod
+    def check_optimized():
+        """tools/check-optimized as a module, for its comparisons."""
         import importlib.machinery
         import importlib.util
-        import torch
         path = os.path.join(ARGS.repo, "tools", "check-optimized")
         loader = importlib.machinery.SourceFileLoader("check_optimized", path)
-        spec = importlib.util.spec_from_loader("check_optimized", loader)
-        check = importlib.util.module_from_spec(spec)
+        check = importlib.util.module_from_spec(importlib.util.spec_from_loader("check_optimized", loader))
         loader.exec_module(check)
+        return check
+
+    def test_check_optimized_scales_the_tolerance_by_eagers_own_error(self):
+        import torch
+        check = self.check_optimized()
         args = argparse.Namespace(rtol=1e-4, atol=1e-5)
         ref = torch.ones(4, dtype=torch.float64)
         eager = torch.ones(4) + 1e-3          # 9.1 tolerance units off the float64 reference
@@ -156,14 +161,8 @@ class RuntimeInPython(unittest.TestCase):
         self.assertFalse(ok)
 
     def test_check_optimized_takes_a_greedy_token_the_original_ties_within_tolerance(self):
-        import importlib.machinery
-        import importlib.util
         import torch
-        path = os.path.join(ARGS.repo, "tools", "check-optimized")
-        loader = importlib.machinery.SourceFileLoader("check_optimized", path)
-        spec = importlib.util.spec_from_loader("check_optimized", loader)
-        check = importlib.util.module_from_spec(spec)
-        loader.exec_module(check)
+        check = self.check_optimized()
         args = argparse.Namespace(rtol=None, atol=None)
         eager = torch.tensor([[[0.0, 4.0, 3.97, 1.0]]], dtype=torch.bfloat16)  # top two tied
         ok, detail = check.compare_tokens(eager[..., -1, :], eager[..., -1, :], args, torch)
