@@ -11,9 +11,9 @@ namespace kforge::bench {
 namespace {
 
 TEST(AnchorRows, SeededInputsHaveTheSignaturesSizesAndDtypes) {
-  auto rows = SelectRows("mul-scale-bf16,bn-r50-1x1024x14-fp32", "t-");
+  auto rows = SelectRows("mul-scale-bf16,bn-r50-1x1024x14-fp32,rms-chain-qwen3-q", "t-");
   ASSERT_TRUE(rows.ok()) << rows.status();
-  ASSERT_EQ(rows->size(), 2u);
+  ASSERT_EQ(rows->size(), 3u);
   for (const AnchorRow& row : *rows) {
     SCOPED_TRACE(row.id);
     auto bytes = MakeInputs(row, 7);
@@ -29,6 +29,21 @@ TEST(AnchorRows, SeededInputsHaveTheSignaturesSizesAndDtypes) {
       EXPECT_EQ(t.sizes().vec(), std::vector<int64_t>(sig.sizes().begin(), sig.sizes().end()));
     }
   }
+}
+
+// A tensor two nodes of a chain read is one input of the row, as capture names it.
+TEST(AnchorRows, AChainRowReadsItsInputAgainByName) {
+  auto rows = SelectRows("rms-chain-qwen3-512", "t-");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  const v1::Target& t = (*rows)[0].target;
+  ASSERT_EQ(t.inputs_size(), 3);  // the hidden state, the eps, the weight
+  ASSERT_EQ(t.nodes_size(), 7);
+  std::string mul_self;
+  for (const v1::Argument& a : t.nodes(4).args()) {
+    if (a.name() == "self") mul_self = a.tensor();
+  }
+  EXPECT_EQ(mul_self, "in0");
 }
 
 }  // namespace

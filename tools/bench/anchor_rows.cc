@@ -72,6 +72,14 @@ class RowBuilder {
     arg->set_tensor(value);
     return *this;
   }
+  // Argument `name` of the current node reads the row's input `input` again (a tensor two nodes
+  // of a chain read, which capture names once).
+  RowBuilder& Input(const std::string& name, int input) {
+    v1::Argument* arg = node_->add_args();
+    arg->set_name(name);
+    arg->set_tensor(row_.target.input_names(input));
+    return *this;
+  }
   AnchorRow Output(const v1::TensorSignature& sig) {
     node_->add_outputs("out0");
     row_.target.add_output_names("out0");
@@ -231,6 +239,39 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
                      .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
                      .Scalar("alpha", Int(1))
                      .Output(Dense({512}, v1::FLOAT32)));
+  // Qwen3's RMSNorm written out as the H200 capture records it: the hidden state in float32,
+  // read by pow and by the mul (one input), the eps a 0-dim float64 tensor, then
+  // `weight * h.to(bf16)`; the hidden state's norm over 512 and the q heads' over 64.
+  // Launch-bound: kforge trailed torch.compile's graph replays by 0.8-0.9 µs (2026-12-05).
+  for (const auto& [id, x] :
+       {std::pair<const char*, std::vector<int64_t>>{"rms-chain-qwen3-512", {1, 2048, 512}},
+        {"rms-chain-qwen3-q", {1, 2048, 8, 64}}}) {
+    rows.push_back(
+        RowBuilder(id_prefix, id,
+                   absl::StrCat("pow -> mean -> add -> rsqrt -> mul -> to -> mul, ",
+                                absl::StrJoin(x, "×"), " fp32 -> bf16 (Qwen3's RMSNorm)"),
+                   "aten::pow", "Tensor_Scalar")
+            .Tensor("self", Dense(x, v1::FLOAT32), Fill::kNormal)
+            .Scalar("exponent", Int(2))
+            .Then("aten::mean", "dim", "self")
+            .Scalar("dim", Ints({-1}))
+            .Scalar("keepdim", Bool(true))
+            .Scalar("dtype", None())
+            .Then("aten::add", "Tensor", "self")
+            .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
+            .Scalar("alpha", Int(1))
+            .Then("aten::rsqrt", "", "self")
+            .Then("aten::mul", "Tensor", "other")
+            .Input("self", 0)
+            .Then("aten::to", "dtype", "self")
+            .Scalar("dtype", Int(15))  // bfloat16
+            .Scalar("non_blocking", Bool(false))
+            .Scalar("copy", Bool(false))
+            .Scalar("memory_format", None())
+            .Then("aten::mul", "Tensor", "other")
+            .Tensor("self", Dense({x.back()}, v1::BFLOAT16), Fill::kWeight)
+            .Output(Dense(x, v1::BFLOAT16)));
+  }
   for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 512}, {256, 256}, {256, 512}}) {
     const std::vector<int64_t> x = {1, c, hw, hw};
     rows.push_back(RowBuilder(id_prefix, absl::StrCat("gn-vae-", c, "x", hw, "-fp32"),
