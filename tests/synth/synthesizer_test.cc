@@ -417,7 +417,9 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
        {"ctx.a = (float)(s.s / (double)count);", "return ctx.a; }",
         "ch.base1 = (row * cols) % args.inputs[1].numel;", "x = kf_epi2(o.v0[i], x);",
         "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);",
-        "for (int i = 0; i < V; ++i) o.v0[i] = r[i];", "kf_epilogue_load_from_row<V>(v, epi);"}},
+        "for (int i = 0; i < V; ++i) o.v0[i] = r[i];", "kf_epilogue_load_from_row<V>(v, epi);",
+        // The conversion inside the chain rounds, as eager's .to(bfloat16) does.
+        "typedef __nv_bfloat16 TO;\n  return kf_to_float(kf_from_float<TO>(a));"}},
       // SiLU written out: the mul's operand is the streamed input's own value.
       {"sigmoid_mul_self_chain", "// kforge synth: sigmoid -> mul elementwise",
        {"x = kf_stage0(x, 0.f);", "x = kf_stage1(a, x);"}},

@@ -1258,7 +1258,11 @@ absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int 
           "float32, float16 and bfloat16 only"));
     }
     stage.name = absl::StrCat("to ", DTypeName(stage.value_dtype));
-    stage.body = "return a;";  // the engines convert on load and store
+    // The engines convert on load and on the store, so a chain's last conversion is the
+    // store's. One inside the chain rounds as eager's does: RMSNorm's `weight * h.to(bf16)`
+    // multiplies the rounded h (the chains compute in float otherwise).
+    const bool rounds = index + 1 < target.nodes_size() && stage.value_dtype != v1::FLOAT32;
+    stage.body = rounds ? "return kf_to_float(kf_from_float<TO>(a));" : "return a;";
     return stage;
   }
   ElementwiseProblem p;
