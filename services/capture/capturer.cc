@@ -24,11 +24,11 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -596,7 +596,8 @@ class Recorder {
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (inputs[i] < 0) continue;
       const std::string name = absl::StrCat("in", inputs[i]);
-      if (std::any_of(kept.begin(), kept.end(), [&](const NamedTensor& t) { return t.name == name; })) {
+      const auto kept_before = [&](const NamedTensor& t) { return t.name == name; };
+      if (std::any_of(kept.begin(), kept.end(), kept_before)) {
         inputs[i] = -1;
         continue;
       }
@@ -898,15 +899,15 @@ std::string GraphJson(const InlinedForward& forward, const std::string& model_na
 
 // ---- Chains -------------------------------------------------------------------------------
 
+// A tensor slot of a chain's node: (node, slot).
+using SlotRef = std::pair<int, int>;
+
 // Chains of the forward (CaptureOptions::fuse): aten nodes each of whose one output is used
 // only by the next, as one target. Every node has a synthesizer family (the ops kforge writes
 // kernels for) and at most one is not elementwise: an elementwise prologue and epilogue around
 // at most one row-wise or normalization op (`x * scale + mask` into a softmax, a batch norm
 // into its ReLU). A node that writes an argument in place joins only where what it writes is
 // the previous node's output, which nothing else sees.
-// A tensor slot of a chain's node: (node, slot).
-using SlotRef = std::pair<int, int>;
-
 struct Chain {
   std::vector<int> groups;          // per node, in order
   std::vector<int> links;           // links[i]: node i+1's tensor slot that node i's output fills

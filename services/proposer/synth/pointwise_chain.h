@@ -78,8 +78,8 @@ class PointwiseChain {
   // kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]), and, where a side
   // has operands that are the streamed input (EpilogueReadsStreamedInput),
   // kf_prologue_load_from_row / kf_epilogue_load_from_row<V>(const float (&r)[V], ops&), which
-  // set them from the input's values r at those elements. Vector
-  // loads: the engine's V elements are contiguous and V-aligned in the row, KF_VEC the widest.
+  // set them from the input's values r at those elements. Vector loads: the engine's V
+  // elements are contiguous and V-aligned in the row, KF_VEC the widest.
   std::string DeviceCode() const;
 
   // Whether an operand is several whole rows that the value's rows repeat (an attention mask

@@ -987,6 +987,15 @@ std::string AffinePointers(const RowProblem& p) {
   return init;
 }
 
+// The chain hooks' epilogue where it reads the row input (PointwiseChain::
+// EpilogueReadsStreamedInput): from the values the output pass read.
+constexpr char kEpilogueFromRow[] =
+    R"(  // v holds the row as read: the epilogue's operands that are the row input.
+  KfEpiOperands<V> epi = p.epi;
+  kf_epilogue_load_from_row<V>(v, epi);
+  kf_epilogue_apply<V>(epi, o);
+)";
+
 // A chain's op hooks: the op's kf_add, kf_out_params and kf_out_vec (and KfOutParams) renamed
 // kf_op_*, and hooks of those names that apply the prologue to every value read and the
 // epilogue to every value written, their operands loaded where the op's parameters are.
@@ -1018,13 +1027,8 @@ __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const 
   kf_prologue_apply<V>(p.pro, u);
   kf_op_out_vec<V>(u, c, p.op, ctx, o);
 )",
-                      p.chain.EpilogueReadsStreamedInput()
-                          ? R"(  // v holds the row's values as read: the epilogue's operands that are the row input.
-  KfEpiOperands<V> epi = p.epi;
-  kf_epilogue_load_from_row<V>(v, epi);
-  kf_epilogue_apply<V>(epi, o);
-)"
-                          : "  kf_epilogue_apply<V>(p.epi, o);\n",
+                      p.chain.EpilogueReadsStreamedInput() ? kEpilogueFromRow
+                                                           : "  kf_epilogue_apply<V>(p.epi, o);\n",
                       R"(}
 template <int P, int V>
 __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
@@ -1811,9 +1815,8 @@ class RowKernelGenerator : public KernelGenerator {
     // A cache after the prologue (CacheHooks) holds no raw values for an epilogue that reads
     // the row input: its output pass loads them again.
     const bool after_prologue = AfterPrologue(c);
-    const double rereads =
-        !cached ? data_passes - 1
-                : after_prologue && RereadsRow() && p_.chain.EpilogueReadsStreamedInput() ? 1 : 0;
+    double rereads = cached ? 0 : data_passes - 1;
+    if (after_prologue && p_.chain.EpilogueReadsStreamedInput()) rereads = 1;
     const double in_bytes = elems * in_size;
     const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
     const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
@@ -1827,7 +1830,8 @@ class RowKernelGenerator : public KernelGenerator {
     const bool fast = c.GetInt("fast_math") == 1;
     double per_elem_ops = 3;
     // A two-pass softmax over its register cache takes one exp an element (CacheHooks).
-    const double exps = p_.op != RowOp::kSoftmax ? 1.2 : after_prologue && cache == "regs" && two_pass ? 1 : 2;
+    const double exps =
+        p_.op != RowOp::kSoftmax ? 1.2 : after_prologue && cache == "regs" && two_pass ? 1 : 2;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // The chain's prologue runs again in each pass over the row, but where the cache holds
     // its results.
