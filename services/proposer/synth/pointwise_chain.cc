@@ -126,6 +126,10 @@ absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, in
         "the chain's output ", SizesText(target.outputs(0)), " is not the shape of its input ",
         SizesText(target.inputs(0)), ": an operand broadcasts the value larger"));
   }
+  chain.epilogue_reads_streamed_input_ =
+      std::any_of(chain.epilogue_.begin(), chain.epilogue_.end(), [&](const Part& part) {
+        return part.operand >= 0 && ReadsStreamedInput(chain.operands_[part.operand]);
+      });
   return chain;
 }
 
@@ -139,8 +143,8 @@ std::string StageFunction(const PointwiseStage& stage, const std::string& name) 
 }
 
 std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* prefix,
-                                     const char* ops_type, const char* load,
-                                     const char* apply) const {
+                                     const char* ops_type, const char* load, const char* apply,
+                                     const char* from_row_hook) const {
   std::string fns, members, loads, steps, from_row;
   for (size_t s = 0; s < side.size(); ++s) {
     const Part& part = side[s];
@@ -168,7 +172,7 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
         absl::StrAppend(&members, "  float v", k, "[V];\n");
         absl::StrAppend(&loads, "  kf_load<V>(ch.p", k, " + ch.base", k, " + c, o.v", k, ");\n");
         b = absl::StrCat("o.v", k, "[i]");
-        if (ReadsStreamedInput(op)) {
+        if (from_row_hook != nullptr && ReadsStreamedInput(op)) {
           absl::StrAppend(&from_row, "#pragma unroll\n  for (int i = 0; i < V; ++i) o.v", k,
                           "[i] = r[i];\n");
         }
@@ -191,20 +195,14 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
       // other chains' sources stay as they were, and the kernels swept before with them.)
       from_row.empty()
           ? ""
-          : absl::StrCat("template <int V>\n__device__ __forceinline__ void ", load,
-                         "_from_row(const float (&r)[V], ", ops_type, "<V>& o) {\n", from_row,
-                         "}\n"));
+          : absl::StrCat("template <int V>\n__device__ __forceinline__ void ", from_row_hook,
+                         "(const float (&r)[V], ", ops_type, "<V>& o) {\n", from_row, "}\n"));
 }
 
 bool PointwiseChain::ReadsStreamedInput(const ChainOperand& op) {
   return op.input == 0 && op.layout == OperandLayout::kFlat;
 }
 
-bool PointwiseChain::EpilogueReadsStreamedInput() const {
-  return std::any_of(epilogue_.begin(), epilogue_.end(), [&](const Part& part) {
-    return part.operand >= 0 && ReadsStreamedInput(operands_[part.operand]);
-  });
-}
 
 std::string PointwiseChain::DeviceCode() const {
   std::string members, init;
@@ -249,8 +247,12 @@ std::string PointwiseChain::DeviceCode() const {
                     "kf_i64 cols) {\n  return args.inputs[",
                     operands_[repeated_rows_].input, "].numel / max(cols, (kf_i64)1);\n}\n");
   }
-  src += SideCode(prologue_, "pro", "KfProOperands", "kf_prologue_load", "kf_prologue_apply");
-  src += SideCode(epilogue_, "epi", "KfEpiOperands", "kf_epilogue_load", "kf_epilogue_apply");
+  // Only the row engine's output pass holds the row as read where it applies a side (the
+  // epilogue): the prologue loads its operands, input 0 too.
+  src += SideCode(prologue_, "pro", "KfProOperands", "kf_prologue_load", "kf_prologue_apply",
+                  nullptr);
+  src += SideCode(epilogue_, "epi", "KfEpiOperands", "kf_epilogue_load", "kf_epilogue_apply",
+                  "kf_epilogue_load_from_row");
   return src;
 }
 

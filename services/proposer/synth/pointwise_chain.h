@@ -75,11 +75,11 @@ class PointwiseChain {
   // row `row` is row * cols + c; an engine without rows passes 0, 0 and c = e);
   // KfProOperands<V> and KfEpiOperands<V>, the operands of V elements loaded by
   // kf_prologue_load / kf_epilogue_load<V>(const KfChain&, kf_i64 c, ops&) and applied by
-  // kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]), and, where a side
-  // has operands that are the streamed input (EpilogueReadsStreamedInput),
-  // kf_prologue_load_from_row / kf_epilogue_load_from_row<V>(const float (&r)[V], ops&), which
-  // set them from the input's values r at those elements. Vector loads: the engine's V
-  // elements are contiguous and V-aligned in the row, KF_VEC the widest.
+  // kf_prologue_apply / kf_epilogue_apply<V>(const ops&, float (&v)[V]), and, where the
+  // epilogue has operands that are the streamed input (EpilogueReadsStreamedInput),
+  // kf_epilogue_load_from_row<V>(const float (&r)[V], ops&), which sets them from the input's
+  // values r at those elements. Vector loads: the engine's V elements are contiguous and
+  // V-aligned in the row, KF_VEC the widest.
   std::string DeviceCode() const;
 
   // Whether an operand is several whole rows that the value's rows repeat (an attention mask
@@ -91,7 +91,7 @@ class PointwiseChain {
   // `x * rsqrt(mean(x^2) + eps)`, which the capture names once): an engine that holds the
   // input's values where it applies the epilogue passes them (kf_epilogue_load_from_row)
   // instead of loading them again.
-  bool EpilogueReadsStreamedInput() const;
+  bool EpilogueReadsStreamedInput() const { return epilogue_reads_streamed_input_; }
   // Bytes the operands move at least (each once), beside the anchor's own.
   double OperandBytes() const;
   // The widest operand element a vector load reads (0: none read by vectors).
@@ -110,12 +110,15 @@ class PointwiseChain {
     int operand = -1;  // index into operands_, -1: none
   };
   static bool ReadsStreamedInput(const ChainOperand& op);
+  // `from_row_hook`: the name of the side's load from the row as read, or nullptr for none.
   std::string SideCode(const std::vector<Part>& side, const char* prefix,
-                       const char* ops_type, const char* load, const char* apply) const;
+                       const char* ops_type, const char* load, const char* apply,
+                       const char* from_row_hook) const;
 
   std::vector<Part> prologue_, epilogue_;
   std::vector<ChainOperand> operands_;
   int repeated_rows_ = -1;  // index into operands_ of the first repeated kRows operand
+  bool epilogue_reads_streamed_input_ = false;
 };
 
 // The index of a chain's anchor: its one node the elementwise family does not cover; 0 for a

@@ -1809,7 +1809,7 @@ class RowKernelGenerator : public KernelGenerator {
             ? std::min({per_thread, double(c.GetInt("reg_cache")), kCompilerUnroll * vec})
             : std::min(per_thread, double(vec) * (unroll == 1 ? kCompilerUnroll : unroll));
     // Re-reads of the row: hit L1/L2 while the rows in flight are small.
-    // Passes that read the row: a broadcast reduction's output pass reads its operands only.
+    // Passes that read the row (RereadsRow: a broadcast reduction's output pass may not).
     const int data_passes = (two_pass ? 2 : 1) + (RereadsRow() ? 1 : 0);
     const bool cached = cache != "none";
     // A cache after the prologue (CacheHooks) holds no raw values for an epilogue that reads
@@ -2250,9 +2250,10 @@ class RowKernelGenerator : public KernelGenerator {
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += ContextCode(p_);
     src += WithChainHooks(p_, OpCode(p_, two_pass));
-    const bool regs_after_prologue = cache == "regs" && AfterPrologue(c);
-    if (regs_after_prologue) src += CacheHooks(p_, p_.op == RowOp::kSoftmax && two_pass);
-    if (cache == "smem_f32") src += CacheHooks(p_, false);
+    const bool after_prologue = AfterPrologue(c);
+    if (after_prologue) {
+      src += CacheHooks(p_, cache == "regs" && p_.op == RowOp::kSoftmax && two_pass);
+    }
     const bool operand_order = c.Get("row_order") == "operand";
     if (operand_order) src += kOperandRowOrder;
     const std::string entries =
@@ -2286,6 +2287,7 @@ class RowKernelGenerator : public KernelGenerator {
       src += entries;
     }
     if (operand_order) src = Rewritten(std::move(src), kOperandRowOrderAccesses);
+    const bool regs_after_prologue = after_prologue && cache == "regs";
     if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
 
