@@ -35,6 +35,7 @@ ROW=avgpool-r50
 mkdir -p "$DIR/real/synth-sweep-details" "$DIR/resumed"
 tar xzf "$ROOT/docs/benchmarks/2026-12-01-exhaustive-sweep/synth-sweep-details.tgz" \
   -C "$DIR/real" "synth-sweep-details/$ROW.tsv" || fail "cannot unpack $ROW.tsv"
+redigest "$SWEEP" $ROW "$DIR/real/synth-sweep-details/$ROW.tsv"
 "$PACK" "$DIR/real/synth-sweep-details" "$DIR/real.tgz" "$DIR/work2" || fail "pack of $ROW failed"
 tar xzf "$DIR/real.tgz" -C "$DIR/resumed" --strip-components=1 ||
   fail "$ROW's tarball does not unpack"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # integration test (no GPU) of kforge-synth-sweep --resume on the committed exhaustive sweep's
-# pooling row: every config is carried; a finished line whose config string no longer exists
+# pooling row (redigested: test_lib.sh): every config is carried; a finished line whose config string no longer exists
 # still carries the configs that generate its kernel (results belong to kernels: a new
 # parameter must not force a re-sweep); a line whose digest matches no kernel of the row is
 # stale, and its config is swept again.
@@ -13,6 +13,7 @@ source "$(dirname "$0")/test_lib.sh"
 tar xzf "$ROOT/docs/benchmarks/2026-12-01-exhaustive-sweep/synth-sweep-details.tgz" -C "$DIR" \
   "synth-sweep-details/$ROW.tsv" || fail "cannot unpack $ROW.tsv from the committed sweep"
 D=$DIR/synth-sweep-details
+redigest "$SWEEP" $ROW "$D/$ROW.tsv"
 valid=$(($(wc -l <"$D/$ROW.tsv") - 1))
 resume() { "$SWEEP" --rows $ROW --resume --compile-only --jobs 1 --details "$D" 2>&1; }
 

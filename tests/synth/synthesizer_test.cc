@@ -414,7 +414,7 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
       {"mean_broadcast_rms_norm",
        "// kforge synth: pow 2 -> mean -> add by 1e-06 -> rsqrt -> mul -> to bfloat16 -> mul "
        "rows",
-       {"ctx.a = (float)(s.s / (double)count);", "return ctx.a; }",
+       {"ctx.a = (float)(s.s * (1.0 / (double)count));", "return ctx.a; }",
         "ch.base1 = (row * cols) % args.inputs[1].numel;", "x = kf_epi2(o.v0[i], x);",
         "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);",
         "for (int i = 0; i < V; ++i) o.v0[i] = r[i];", "kf_epilogue_load_from_row<V>(v, epi);",
@@ -520,6 +520,12 @@ TEST(SynthesizerTest, AWrittenOutRmsNormReadsItsRowOnce) {
   const std::string gemma = source("mean_broadcast_gemma_norm", "regs");
   EXPECT_THAT(gemma, HasSubstr("kf_cache_in<V>(v, c, ctx);"));
   EXPECT_THAT(gemma, Not(HasSubstr("_from_row")));
+  // With the register cache, the output pass's parameters (the weight's vectors) are loaded
+  // in pass 0 with the row, not after its reduction; after the prologue (Gemma's form), the
+  // cached hooks' parameters.
+  EXPECT_THAT(source("mean_broadcast_rms_norm", "regs"),
+              HasSubstr("kf_out_params<V>(c, ctx, pre[k]);"));
+  EXPECT_THAT(gemma, HasSubstr("kf_cached_out_params<V>(c, ctx, pre[k]);"));
 }
 
 // The bf16 sample attention chain (mul -> add mask -> softmax -> to) and a one-warp-per-row
@@ -614,7 +620,7 @@ TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(kernel->source, Not(HasSubstr("#error")));
   EXPECT_THAT(kernel->source, HasSubstr("if (use_smem) kf_store<V>(srow + (c - c0), v);"));
-  EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_params<V>(c, ctx, l.p);"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_params<V>(c, ctx, p);"));
   EXPECT_THAT(kernel->launch_plan_json, HasSubstr("CHUNK * 4, "));
   Config sync = f32;
   sync.SetInt("row_threads", 16);
@@ -1675,7 +1681,7 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
             (std::vector<std::pair<std::string, int64_t>>{
                 {"in0_numel / max(in0_size0 * in0_size1, 1)", 8}}));
   EXPECT_THAT(group->source, ::testing::Not(HasSubstr("kf_row<1,")));
-  EXPECT_THAT(group->source, HasSubstr("kf_out_params<V>(c, ctx, l.p)"));
+  EXPECT_THAT(group->source, HasSubstr("kf_out_params<V>(c, ctx, p)"));
   EXPECT_THAT(group->source, ::testing::Not(HasSubstr("col / ctx.hw")));
   EXPECT_THAT(group->launch_plan_json, HasSubstr("kf_rows_partial"));
   // The scratch split's finishing launch re-reads and stores under evict_first; the unsplit

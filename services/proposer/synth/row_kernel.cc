@@ -117,7 +117,7 @@ constexpr std::pair<const char*, const char*> kOperandRowOrderAccesses[] = {
 // second statistics pass's add and the output pass's parameters and values.
 constexpr char kSecondPassAdd[] =
     "      [&](kf_i64 c, int, const KfVals<V>& l) { kf_add<1, V>(t, l.v, c, ctx); });";
-constexpr char kOutPassParams[] = "        kf_out_params<V>(c, ctx, l.p);\n";
+constexpr char kOutPassParams[] = "    kf_out_params<V>(c, ctx, p);\n";
 constexpr char kOutPassValues[] = "        kf_out_vec<V>(l.v, c, l.p, ctx, o);\n";
 
 // cache=regs, emitted for such configs only: the register cache holds each value after the
@@ -130,12 +130,14 @@ constexpr std::pair<const char*, const char*> kRegisterCacheAccesses[] = {
     {R"(      if (use_regs) {
 #pragma unroll
         for (int i = 0; i < V; ++i) cache[k * V + i] = v[i];
+        kf_out_params<V>(c, ctx, pre[k]);
       }
 )",
      R"(      if (use_regs) {
         kf_cache_in<V>(v, c, ctx);
 #pragma unroll
         for (int i = 0; i < V; ++i) cache[k * V + i] = v[i];
+        kf_cached_out_params<V>(c, ctx, pre[k]);
         kf_cached_add<0, V>(s, v, c, ctx);
         return;
       }
@@ -148,13 +150,6 @@ constexpr std::pair<const char*, const char*> kRegisterCacheAccesses[] = {
           kf_add<1, V>(t, l.v, c, ctx);
         }
       });)"},
-    {kOutPassParams,
-     R"(        if (slots) {
-          kf_cached_out_params<V>(c, ctx, l.p);
-        } else {
-          kf_out_params<V>(c, ctx, l.p);
-        }
-)"},
     {kOutPassValues,
      R"(        if (slots) {
           kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);
@@ -191,7 +186,7 @@ constexpr std::pair<const char*, const char*> kSmemAfterPrologueAccesses[] = {
 )"},
     {kSecondPassAdd,
      "      [&](kf_i64 c, int, const KfVals<V>& l) { kf_cached_add<1, V>(t, l.v, c, ctx); });"},
-    {kOutPassParams, "        kf_cached_out_params<V>(c, ctx, l.p);\n"},
+    {kOutPassParams, "    kf_cached_out_params<V>(c, ctx, p);\n"},
     {kOutPassValues, "        kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);\n"},
 };
 
@@ -329,18 +324,19 @@ template <int V> struct KfOutVals {
   KfOutParams<V> p;
 };
 
-// The output pass over columns [c0, c1) of a row: each vector read back through `read`,
-// normalized by kf_out_vec and stored.
-template <int V, typename R>
+// The output pass over columns [c0, c1) of a row: each vector read back through `read`, its
+// per-column parameters through `params`, normalized by kf_out_vec and stored.
+template <int V, typename R, typename Q>
 __device__ __forceinline__ void kf_write_chunk(const KfArgs& args, kf_i64 row, bool valid,
                                                kf_i64 cols, kf_i64 c0, kf_i64 c1, int lane,
-                                               bool slots, R&& read, const KfRowCtx& ctx) {
+                                               bool slots, R&& read, Q&& params,
+                                               const KfRowCtx& ctx) {
   TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
   kf_for_each_read<V, KfOutVals<V>>(
       c0, c1, lane, slots,
       [&](kf_i64 c, int k, KfOutVals<V>& l) {
         read(c, k, l.v);
-        kf_out_params<V>(c, ctx, l.p);
+        params(c, k, l.p);
       },
       [&](kf_i64 c, int, const KfOutVals<V>& l) {
         float o[V];
@@ -363,6 +359,11 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   kf_init_ctx(ctx, args, row, cols);
 #if KF_CACHE == 2
   float cache[KF_CAP];
+  // The output pass's per-column parameters, loaded in pass 0 beside the vectors they go
+  // with: after the row's reduction the pass only computes and stores, where loading them
+  // there put a round trip to L2 behind the reduction's barrier (a written-out RMSNorm's
+  // weight: 512 columns, launch-bound, 0.9 us behind Inductor's kernel; H200, 2026-12-05).
+  KfOutParams<V> pre[KF_CAP / V];
   const bool use_regs = PHASE == 0 && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
 #else
   const bool use_regs = false;
@@ -390,6 +391,15 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 #endif
     kf_load<V>(xr + c, v);
   };
+  auto params = [&](kf_i64 c, int k, KfOutParams<V>& p) {
+#if KF_CACHE == 2
+    if (use_regs) {
+      p = pre[k];
+      return;
+    }
+#endif
+    kf_out_params<V>(c, ctx, p);
+  };
 
   KfStat s = kf_identity<0>();
   KfStat* partials = reinterpret_cast<KfStat*>(args.scratch.data) + (valid ? row * KF_SPLIT : 0);
@@ -410,6 +420,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
       if (use_regs) {
 #pragma unroll
         for (int i = 0; i < V; ++i) cache[k * V + i] = v[i];
+        kf_out_params<V>(c, ctx, pre[k]);
       }
 #endif
 #if KF_CACHE == 1
@@ -441,7 +452,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 #if KF_PER_ROW
   if (valid && lane == 0 && part_index == 0) kf_write_row(s, ctx, args);
 #else
-  kf_write_chunk<V>(args, row, valid, cols, c0, e1, lane, use_regs, read, ctx);
+  kf_write_chunk<V>(args, row, valid, cols, c0, e1, lane, use_regs, read, params, ctx);
 #endif
 }
 
@@ -515,25 +526,6 @@ __device__ __forceinline__ void kf_store_row_stats(const KfArgs& args, kf_i64 ro
   kf_row_stats(args, rows)[row] = make_float2(ctx.a, ctx.b);
 }
 )";
-
-// kf_apply_geometry: kf_geometry's rows and cols from products of sizes alone (a 64-bit
-// division in every thread of the output pass was a good part of its instructions).
-std::string StreamGeometry(const RowProblem& p) {
-  std::string body;
-  if (p.op == RowOp::kGroupNorm) {
-    absl::StrAppend(&body, "  rows = x.sizes[0] * (kf_i64)", p.groups, ";\n",
-                    "  cols = x.ndim > 1 ? x.sizes[1] / ", p.groups, " : 0;\n",
-                    "  for (int d = 2; d < x.ndim; ++d) cols *= x.sizes[d];\n");
-  } else {
-    absl::StrAppend(&body, "  rows = 1;\n  cols = 1;\n",
-                    "  for (int d = 0; d < x.ndim; ++d) (d < x.ndim - ", p.row_dims,
-                    " ? rows : cols) *= x.sizes[d];\n");
-  }
-  return absl::StrCat(
-      "__device__ __forceinline__ void kf_apply_geometry(const KfArgs& args, kf_i64& rows, "
-      "kf_i64& cols) {\n  const KfTensor& x = args.inputs[0];\n",
-      body, "}\n");
-}
 
 std::string AffinePointers(const RowProblem& p);
 
@@ -657,7 +649,7 @@ __device__ __forceinline__ void kf_apply_captured(const KfArgs& args) {
 }
 #endif
 
-// Any other call: the geometry from products of sizes (kf_apply_geometry), the row's context
+// Any other call: the geometry from products of sizes (kf_geometry), the row's context
 // set up once per block by thread 0 (its divisions and the row's statistics) while the block's
 // input loads are in flight.
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args) {
@@ -668,7 +660,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_apply(KfArgs args
   }
 #endif
   kf_i64 rows, cols;
-  kf_apply_geometry(args, rows, cols);
+  kf_geometry(args, rows, cols);
   const float2* stats = kf_row_stats(args, rows);
   const kf_i64 c0 = ((kf_i64)(gridDim.x - 1 - blockIdx.x) * KF_UNROLL * KF_BLOCK + threadIdx.x) *
                     KF_VEC;
@@ -819,7 +811,8 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
       kf_load<V>(xr + c, v);
     }
   };
-  kf_write_chunk<V>(args, it.row, it.valid, cols, it.c0, it.c1, lane, false, read, ctx);
+  auto params = [&](kf_i64 c, int, KfOutParams<V>& q) { kf_out_params<V>(c, ctx, q); };
+  kf_write_chunk<V>(args, it.row, it.valid, cols, it.c0, it.c1, lane, false, read, params, ctx);
 #endif
 }
 )";
@@ -949,27 +942,24 @@ bool HasAlgoChoice(RowOp op) {
 }
 bool UsesExp(RowOp op) { return op == RowOp::kSoftmax || op == RowOp::kLogSoftmax; }
 
-// Row geometry from the ABI at run time: the source never holds the captured shape.
+// Row geometry from the ABI at run time: the source never holds the captured shape. Rows and
+// columns are products of sizes: a 64-bit division (numel / cols) took a good part of a stream
+// split's output pass's instructions, and in every kernel it stood before the first load.
 std::string GeometryCode(const RowProblem& p) {
+  std::string body;
   if (p.op == RowOp::kGroupNorm) {
-    return absl::StrFormat(R"(
-__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf_i64& cols) {
-  const KfTensor& x = args.inputs[0];
-  rows = x.sizes[0] * (kf_i64)%d;
-  cols = rows > 0 ? x.numel / rows : 0;
-}
-)",
-                           p.groups);
+    absl::StrAppend(&body, "  rows = x.sizes[0] * (kf_i64)", p.groups, ";\n",
+                    "  cols = x.ndim > 1 ? x.sizes[1] / ", p.groups, " : 0;\n",
+                    "  for (int d = 2; d < x.ndim; ++d) cols *= x.sizes[d];\n");
+  } else {
+    absl::StrAppend(&body, "  rows = 1;\n  cols = 1;\n",
+                    "  for (int d = 0; d < x.ndim; ++d) (d < x.ndim - ", p.row_dims,
+                    " ? rows : cols) *= x.sizes[d];\n");
   }
-  return absl::StrFormat(R"(
-__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, kf_i64& cols) {
-  const KfTensor& x = args.inputs[0];
-  cols = 1;
-  for (int d = x.ndim - %d; d < x.ndim; ++d) cols *= x.sizes[d];
-  rows = cols > 0 ? x.numel / cols : 0;
-}
-)",
-                         p.row_dims);
+  return absl::StrCat(
+      "\n__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, "
+      "kf_i64& cols) {\n  const KfTensor& x = args.inputs[0];\n",
+      body, "}\n");
 }
 
 // The statements of kf_init_ctx that point a row's context at the affine parameters.
@@ -1168,7 +1158,7 @@ constexpr char kNegInf[] = "__int_as_float(0xff800000)";
 // A reduction's value of its statistics `s` over `count` elements, as a float expression.
 std::string ReduceValue(RowOp op) {
   return op == RowOp::kSum    ? "(float)s.s"
-         : op == RowOp::kMean ? "(float)(s.s / (double)count)"
+         : op == RowOp::kMean ? "(float)(s.s * (1.0 / (double)count))"
                               : "s.v";
 }
 
@@ -2272,7 +2262,6 @@ class RowKernelGenerator : public KernelGenerator {
       src += Rewritten(absl::StrCat(kRowEngine, entries), kL2KeepAccesses);
     } else if (stream) {
       absl::StrAppend(&src, kL2CacheHints, kProgrammaticLaunch, kStreamHelpers,
-                      StreamGeometry(p_),
                       Rewritten(kRowEngine, kStreamAccesses),
                       StreamCapturedCode(p_, int64_t{rt} * rpb * vec * unroll), kStreamEntries);
     } else if (scratch && !per_row_) {
