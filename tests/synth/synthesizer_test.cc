@@ -1661,8 +1661,8 @@ TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {
   auto kernel = ln->Generate(c);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(kernel->source, HasSubstr("__fdividef((float)V, n)"));
-  EXPECT_THAT(kernel->source, HasSubstr("kf_load_affine<V>(ctx.w, c, w)"));
-  EXPECT_THAT(kernel->source, HasSubstr("kf_load_affine<V>(ctx.bias, c, bb)"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_load_affine<V>(ctx.w, c, p.w)"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_load_affine<V>(ctx.bias, c, p.bb)"));
 
   auto gn = Bind(Sample(samples, "group_norm_affine").target);
   Config s = *gn->Space().Parse(

@@ -1265,9 +1265,10 @@ __device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const 
 // aligned instead of V scalar loads; group norm finds the channel once per vector (V
 // divides the channel size whenever the row is vectorized and H*W % V == 0) with a
 // multiply-shift division, and folds rstd * weight into one scale per vector: per element
-// a subtract and an FMA instead of a 64-bit division and two scalar loads. Group norm's
-// weight and bias are its KfOutParams, loaded with the step's inputs (kf_write_chunk):
-// loaded beside the store that used them, they waited out their latency one vector at a time.
+// a subtract and an FMA instead of a 64-bit division and two scalar loads. The weight and bias
+// are the norms' KfOutParams, loaded with the step's inputs (kf_write_chunk; with the register
+// cache, in pass 0): loaded beside the store that used them, they waited out their latency one
+// vector at a time.
 // rstd * weight is formed when the vector is written, not when the weight is loaded: a use
 // beside the load (as before) held each vector's next load back by the weight's latency.
 std::string OutCode(const RowProblem& p) {
@@ -1300,16 +1301,23 @@ __device__ __forceinline__ void kf_load_affine(const T* p, kf_i64 c, float (&out
         "}\n");
     return out;
   }
-  out += kNoOutParams;
-  out += R"(template <int V>
-__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfOutParams<V>&,
-                                           const KfRowCtx& ctx, float (&o)[V]) {
-)";
-  if (w) out += "  float w[V];\n  kf_load_affine<V>(ctx.w, c, w);\n";
-  if (b) out += "  float bb[V];\n  kf_load_affine<V>(ctx.bias, c, bb);\n";
+  if (!w && !b) {
+    out += kNoOutParams;
+  } else {
+    absl::StrAppend(&out, "template <int V> struct KfOutParams {", w ? " float w[V];" : "",
+                    b ? " float bb[V];" : "", " };\n",
+                    "template <int V>\n__device__ __forceinline__ void kf_out_params(kf_i64 c, ",
+                    "const KfRowCtx& ctx, KfOutParams<V>& p) {\n",
+                    w ? "  kf_load_affine<V>(ctx.w, c, p.w);\n" : "",
+                    b ? "  kf_load_affine<V>(ctx.bias, c, p.bb);\n" : "", "}\n");
+  }
   const std::string expr = p.op == RowOp::kRmsNorm ? "v[i] * ctx.b" : "(v[i] - ctx.a) * ctx.b";
-  absl::StrAppend(&out, "#pragma unroll\n  for (int i = 0; i < V; ++i) o[i] = ", expr,
-                  w ? " * w[i]" : "", b ? " + bb[i]" : "", ";\n}\n");
+  absl::StrAppend(&out, R"(template <int V>
+__device__ __forceinline__ void kf_out_vec(const float (&v)[V], kf_i64 c, const KfOutParams<V>& p,
+                                           const KfRowCtx& ctx, float (&o)[V]) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) o[i] = )",
+                  expr, w ? " * p.w[i]" : "", b ? " + p.bb[i]" : "", ";\n}\n");
   return out;
 }
 
