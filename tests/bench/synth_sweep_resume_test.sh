@@ -22,7 +22,7 @@ echo "$out" | grep -q "^$ROW: .* $valid carried from --details, 0 sources to com
   fail "all $valid configs carried expected:"$'\n'"$out"
 
 # Rename line 2's config (as a new parameter would) and break line 3's digest.
-awk -F'\t' 'BEGIN {OFS = "\t"} NR == 2 {$1 = "renamed=1;" $1} NR == 3 {$12 = "0" substr($12, 2)} 1' \
+awk -F'\t' 'BEGIN {OFS = "\t"} NR == 2 {$1 = "renamed=1;" $1} NR == 3 {$12 = "stale-" $12} 1' \
   "$D/$ROW.tsv" >"$DIR/t" && mv "$DIR/t" "$D/$ROW.tsv"
 out=$(resume) || fail "--resume failed after the edits:"$'\n'"$out"
 echo "$out" | grep -q "^$ROW: .* $((valid - 1)) carried from --details, 1 sources to compile" ||

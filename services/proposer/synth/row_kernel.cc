@@ -268,23 +268,26 @@ __device__ __forceinline__ KfStat kf_reduce_cluster(KfStat s, int lane, int rib,
 
 // Visits this thread's vectors of [c0, c1): fully unrolled over the register cache slots
 // when the row fits it (`slots`), else a loop unrolled KF_UNROLL times. Each vector is loaded
-// into an L through `load` first, and outside the register cache all KF_UNROLL loads of a
-// step are issued before `f(c, slot, l)` sees any: a load followed at once by the work on it
-// waits out its latency before the next is issued (pass 0 ran at two thirds of the DRAM
-// bandwidth so), and the compiler may not move a load above a store through a pointer that
-// could alias it.
+// into an L through `load` first, and all loads of the slots (or of a step's KF_UNROLL
+// vectors) are issued before `f(c, slot, l)` sees any: a load followed at once by the work on
+// it waits out its latency before the next is issued (pass 0 ran at two thirds of the DRAM
+// bandwidth so; the register cache's slots, each load in a branch of its own followed by its
+// work, went to DRAM one after another: sm_90 SASS, 2026-12-05), and the compiler may not move
+// a load above a store through a pointer that could alias it.
 template <int V, typename L, typename R, typename F>
 __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane, bool slots,
                                                  R&& load, F&& f) {
   if (slots) {
+    L l[KF_CAP / V > 0 ? KF_CAP / V : 1];  // no slots (and never `slots`) without the cache
 #pragma unroll
     for (int k = 0; k < KF_CAP / V; ++k) {
       const kf_i64 c = c0 + ((kf_i64)k * KF_RT + lane) * V;
-      if (c < c1) {
-        L l;
-        load(c, k, l);
-        f(c, k, l);
-      }
+      if (c < c1) load(c, k, l[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < KF_CAP / V; ++k) {
+      const kf_i64 c = c0 + ((kf_i64)k * KF_RT + lane) * V;
+      if (c < c1) f(c, k, l[k]);
     }
   } else {
     for (kf_i64 base = c0 + (kf_i64)lane * V; base < c1; base += (kf_i64)KF_RT * V * KF_UNROLL) {
@@ -363,7 +366,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   // with: after the row's reduction the pass only computes and stores, where loading them
   // there put a round trip to L2 behind the reduction's barrier (a written-out RMSNorm's
   // weight: 512 columns, launch-bound, 0.9 us behind Inductor's kernel; H200, 2026-12-05).
-  KfOutParams<V> pre[KF_CAP / V];
+  KfOutParams<V> pre[KF_CAP / V] = {};
   const bool use_regs = PHASE == 0 && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
 #else
   const bool use_regs = false;
