@@ -183,6 +183,23 @@ TEST_F(SynthCompileTest, OutputPassLoadsBeforeItStores) {
   EXPECT_GE(order.find('S'), 4u + 4u) << "pass 0's 4 loads, then the output pass's 4: " << order;
 }
 
+// The register cache's slots: the PTX issues every slot's vector load of x before the first
+// fp64 add of the row's sum (each slot's load waited for the one before, its work in between).
+TEST_F(SynthCompileTest, RegisterCacheSlotsLoadBeforeTheirWork) {
+  ASSERT_NE(compiler_, nullptr);
+  v1::CompileResult result = CompileSampleConfig(
+      *compiler_, "mean_broadcast_rms_norm", v1::BFLOAT16,  // x f32, the weight bf16
+      "row_threads=64;rows_per_block=1;vec=4;cache=regs;reg_cache=16;split=1;"
+      "split_mode=scratch;unroll=1;grid=oneshot");
+  ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
+  const std::string& ptx = result.ptx();
+  const size_t first_add = ptx.find("add.f64");
+  ASSERT_NE(first_add, std::string::npos);
+  int loads = 0;
+  for (size_t at = 0; (at = ptx.find("ld.global.v4.f32", at)) < first_add; ++at) ++loads;
+  EXPECT_EQ(loads, 16 / 4) << "the 4 slots' loads (1024 columns, 64 threads) before the first add";
+}
+
 // A row split in one cooperative launch (split_mode=sync): an output op with its chunk in
 // shared memory and a reduction compile, their plans clear the arrival counters first and
 // launch the split cooperatively, and the waiting blocks poll with an acquire load.
