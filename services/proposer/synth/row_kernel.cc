@@ -365,7 +365,8 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   // The output pass's per-column parameters, loaded in pass 0 beside the vectors they go
   // with: after the row's reduction the pass only computes and stores, where loading them
   // there put a round trip to L2 behind the reduction's barrier (a written-out RMSNorm's
-  // weight: 512 columns, launch-bound, 0.9 us behind Inductor's kernel; H200, 2026-12-05).
+  // weight, in launch-bound rows that trailed Inductor's by ~0.9 us on the H200:
+  // docs/benchmarks/2026-12-05-cpu-row-engine-latency.md).
   KfOutParams<V> pre[KF_CAP / V] = {};
   const bool use_regs = PHASE == 0 && (c1 - c0) <= (kf_i64)KF_RT * KF_CAP;
 #else
