@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # integration test (no GPU) of kforge-synth-sweep --resume on the committed exhaustive sweep's
-# pooling row (redigested: test_lib.sh): every config is carried; a finished line whose config string no longer exists
-# still carries the configs that generate its kernel (results belong to kernels: a new
-# parameter must not force a re-sweep); a line whose digest matches no kernel of the row is
-# stale, and its config is swept again.
+# pooling row (redigested: test_lib.sh): every config is carried; a finished line whose config
+# string no longer exists still carries the configs that generate its kernel (results belong
+# to kernels: a new parameter must not force a re-sweep); a line whose digest matches no
+# kernel of the row is stale, and its config is swept again.
 #   synth_sweep_resume_test.sh KFORGE_SYNTH_SWEEP REPO_ROOT
 set -uo pipefail
 SWEEP=$1

@@ -197,7 +197,7 @@ TEST_F(SynthCompileTest, RegisterCacheSlotsLoadBeforeTheirWork) {
   ASSERT_NE(first_add, std::string::npos);
   int loads = 0;
   for (size_t at = 0; (at = ptx.find("ld.global.v4.f32", at)) < first_add; ++at) ++loads;
-  EXPECT_EQ(loads, 16 / 4) << "the 4 slots' loads (1024 columns, 64 threads) before the first add";
+  EXPECT_EQ(loads, 16 / 4) << "4 slots' loads (1024 columns, 64 threads) before the first add";
 }
 
 // A row split in one cooperative launch (split_mode=sync): an output op with its chunk in
