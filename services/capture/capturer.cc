@@ -587,32 +587,31 @@ class Recorder {
     }
   }
 
-  // Copies `tensors[i]` as the target's input "in<inputs[i]>" (where inputs[i] >= 0 and no
-  // call of the chain kept it before: a tensor it reads twice), unless the target's inputs
-  // pass the cap.
-  void Keep(int target, const std::vector<at::Tensor>& tensors, std::vector<int> inputs) {
+  // Copies `tensors[i]` as the target's input "in<inputs[i]>" (where inputs[i] >= 0 and
+  // neither an earlier call of the chain nor an earlier argument kept it: a tensor the chain
+  // reads twice), unless the target's inputs pass the cap.
+  void Keep(int target, const std::vector<at::Tensor>& tensors, const std::vector<int>& inputs) {
     std::vector<NamedTensor>& kept = capture_->tensors[target];
+    std::vector<std::pair<std::string, const at::Tensor*>> fresh;
     int64_t bytes = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (inputs[i] < 0) continue;
-      const std::string name = absl::StrCat("in", inputs[i]);
-      const auto kept_before = [&](const NamedTensor& t) { return t.name == name; };
-      if (std::any_of(kept.begin(), kept.end(), kept_before)) {
-        inputs[i] = -1;
+      std::string name = absl::StrCat("in", inputs[i]);
+      const auto same = [&](const auto& t) { return t.first == name; };
+      const auto kept_same = [&](const NamedTensor& t) { return t.name == name; };
+      if (std::any_of(kept.begin(), kept.end(), kept_same) ||
+          std::any_of(fresh.begin(), fresh.end(), same)) {
         continue;
       }
       bytes += SpanBytes(tensors[i]);
+      fresh.emplace_back(std::move(name), &tensors[i]);
     }
     capture_->bytes[target] += bytes;
     if (capture_->bytes[target] > capture_->max_bytes) {
       capture_->skipped_bytes[target] = capture_->bytes[target];
       return;
     }
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (inputs[i] < 0) continue;
-      capture_->tensors[target].push_back(
-          {absl::StrCat("in", inputs[i]), CompactCpuCopy(tensors[i])});
-    }
+    for (auto& [name, tensor] : fresh) kept.push_back({std::move(name), CompactCpuCopy(*tensor)});
   }
 
   c10::Stream CurrentStream() const {

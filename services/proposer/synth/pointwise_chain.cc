@@ -203,7 +203,6 @@ bool PointwiseChain::ReadsStreamedInput(const ChainOperand& op) {
   return op.input == 0 && op.layout == OperandLayout::kFlat;
 }
 
-
 std::string PointwiseChain::DeviceCode() const {
   std::string members, init;
   bool f64 = false, bytes = false, spread = false;
