@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/digest.h"
+#include "common/kforge_device.h"
 #include "common/launch_plan.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -62,6 +63,13 @@ v1::CompileResult CompileSampleConfig(Compiler& compiler, const std::string& nam
   }
   ADD_FAILURE() << "no sample target " << name;
   return {};
+}
+
+// The PTX of entry `entry` alone: from its `.entry` line to the next entry's.
+std::string EntryPtx(const std::string& ptx, const std::string& entry) {
+  const size_t begin = ptx.find(absl::StrCat(".entry ", entry, "("));
+  if (begin == std::string::npos) return "";
+  return ptx.substr(begin, ptx.find(".entry ", begin + 1) - begin);
 }
 
 class SynthCompileTest
@@ -140,6 +148,12 @@ TEST_P(SynthCompileTest, SampledConfigsCompileForSm90) {
         << jobs[i].label << "\n" << results[i].log().substr(0, 4000);
     for (const v1::KernelResources& k : results[i].kernels()) {
       if (k.spill_store_bytes() > 0) ++spilling;
+      // A captured entry's KfArgs, constants but its pointers, lives in registers: an index
+      // that varies at run time would put the whole struct in local memory.
+      if (absl::EndsWith(k.entry_point(), "_captured")) {
+        EXPECT_LT(k.local_bytes(), static_cast<int>(sizeof(KfArgs)))
+            << jobs[i].label << ": " << k.entry_point() << "'s KfArgs is in local memory";
+      }
     }
   }
   RecordProperty("configs", static_cast<int>(jobs.size()));
@@ -172,19 +186,24 @@ TEST_F(SynthCompileTest, OutputPassLoadsBeforeItStores) {
       "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
       "split_mode=cluster;unroll=4;grid=oneshot");
   ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
-  // The vector loads and stores in PTX order (stores in inline PTX, as .u32): no load after the
-  // first store.
-  std::string order;
-  for (size_t at = 0; (at = result.ptx().find(".global.v4.", at)) != std::string::npos; ++at) {
-    order += result.ptx().compare(at - 2, 2, "ld") == 0 ? 'L' : 'S';
+  for (const char* entry : {"kf_rows", "kf_rows_captured"}) {
+    // The vector loads and stores in PTX order (stores in inline PTX, as .u32): no load after
+    // the first store.
+    const std::string ptx = EntryPtx(result.ptx(), entry);
+    std::string order;
+    for (size_t at = 0; (at = ptx.find(".global.v4.", at)) != std::string::npos; ++at) {
+      order += ptx.compare(at - 2, 2, "ld") == 0 ? 'L' : 'S';
+    }
+    ASSERT_NE(order.find('S'), std::string::npos) << entry << " " << order;
+    EXPECT_EQ(order.find('L', order.find('S')), std::string::npos) << entry << " " << order;
+    EXPECT_GE(order.find('S'), 4u + 4u)
+        << entry << ": pass 0's 4 loads, then the output pass's 4: " << order;
   }
-  ASSERT_NE(order.find('S'), std::string::npos) << order;
-  EXPECT_EQ(order.find('L', order.find('S')), std::string::npos) << order;
-  EXPECT_GE(order.find('S'), 4u + 4u) << "pass 0's 4 loads, then the output pass's 4: " << order;
 }
 
 // The register cache's slots: the PTX issues every slot's vector load of x before the first
-// fp64 add of the row's sum (each slot's load waited for the one before, its work in between).
+// add of the row's sum of squares (each slot's load waited for the one before, its work in
+// between), in the generic entry and the captured one.
 TEST_F(SynthCompileTest, RegisterCacheSlotsLoadBeforeTheirWork) {
   ASSERT_NE(compiler_, nullptr);
   v1::CompileResult result = CompileSampleConfig(
@@ -192,12 +211,45 @@ TEST_F(SynthCompileTest, RegisterCacheSlotsLoadBeforeTheirWork) {
       "row_threads=64;rows_per_block=1;vec=4;cache=regs;reg_cache=16;split=1;"
       "split_mode=scratch;unroll=1;grid=oneshot");
   ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
-  const std::string& ptx = result.ptx();
-  const size_t first_add = ptx.find("add.f64");
-  ASSERT_NE(first_add, std::string::npos);
-  int loads = 0;
-  for (size_t at = 0; (at = ptx.find("ld.global.v4.f32", at)) < first_add; ++at) ++loads;
-  EXPECT_EQ(loads, 16 / 4) << "4 slots' loads (1024 columns, 64 threads) before the first add";
+  for (const char* entry : {"kf_rows", "kf_rows_captured"}) {
+    const std::string ptx = EntryPtx(result.ptx(), entry);
+    // x * x added to the sum: one fma (the terms are squares, summed in fp32).
+    const size_t first_add = ptx.find("fma.rn.f32");
+    ASSERT_NE(first_add, std::string::npos) << entry;
+    int loads = 0;
+    for (size_t at = 0; (at = ptx.find("ld.global.v4.f32", at)) < first_add; ++at) ++loads;
+    EXPECT_EQ(loads, 16 / 4) << entry
+                             << ": 4 slots' loads (1024 columns, 64 threads) before the first add";
+  }
+}
+
+// The captured call's entry of a one-launch row kernel holds the captured shapes as constants:
+// no 64-bit division or remainder (a broadcast operand's row, the geometry), no call, and a
+// fraction of the generic entry's code, where Inductor's static-shape kernels start their loads
+// at once.
+TEST_F(SynthCompileTest, RowCapturedEntryFoldsTheCapturedGeometry) {
+  ASSERT_NE(compiler_, nullptr);
+  std::string plan_json;
+  v1::CompileResult result = CompileSampleConfig(
+      *compiler_, "mean_broadcast_rms_norm", v1::BFLOAT16,
+      "row_threads=64;rows_per_block=1;vec=4;cache=regs;reg_cache=16;split=1;"
+      "split_mode=scratch;unroll=1;grid=stride",
+      &plan_json);
+  ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
+  auto plan = LaunchPlan::Parse(plan_json);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->captured().has_value());
+  ASSERT_EQ(plan->launches().size(), 1u);
+  EXPECT_EQ(plan->launches()[0].captured_entry, "kf_rows_captured");
+  const std::string generic = EntryPtx(result.ptx(), "kf_rows");
+  const std::string captured = EntryPtx(result.ptx(), "kf_rows_captured");
+  ASSERT_FALSE(captured.empty());
+  EXPECT_TRUE(absl::StrContains(generic, "rem.s64")) << "the weight's row, (row * cols) % numel";
+  for (const char* slow : {"rem.s64", "rem.u64", "div.s64", "div.u64", "call"}) {
+    EXPECT_FALSE(absl::StrContains(captured, slow)) << slow;
+  }
+  EXPECT_LT(captured.size() * 2, generic.size());
+  for (const v1::KernelResources& k : result.kernels()) EXPECT_EQ(k.local_bytes(), 0);
 }
 
 // A row split in one cooperative launch (split_mode=sync): an output op with its chunk in

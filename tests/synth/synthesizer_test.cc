@@ -414,7 +414,7 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
       {"mean_broadcast_rms_norm",
        "// kforge synth: pow 2 -> mean -> add by 1e-06 -> rsqrt -> mul -> to bfloat16 -> mul "
        "rows",
-       {"ctx.a = (float)(s.s * (1.0 / (double)count));", "return ctx.a; }",
+       {"ctx.a = s.s * (1.f / (float)count);", "return ctx.a; }",
         "ch.base1 = (row * cols) % args.inputs[1].numel;", "x = kf_epi2(o.v0[i], x);",
         "x = kf_epi4(o.v1[i], x);", "return rsqrtf(a);",
         "for (int i = 0; i < V; ++i) o.v0[i] = r[i];", "kf_epilogue_load_from_row<V>(v, epi);",
@@ -445,6 +445,50 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
   auto plain = alone->Generate(testing::ValidSample(*alone, 1, 1)[0]);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(plain->source, Not(HasSubstr("KfChain")));
+}
+
+// A sum or mean accumulates in fp32 where the chain's prologue makes every term >= 0 (or
+// NaN): x^2, |x|, exp, maybe converted after; else in fp64, which keeps a row of nearly
+// cancelling values exact enough. A power by an odd integer keeps the sign.
+TEST(SynthesizerTest, ASumOfTermsOfOneSignAccumulatesInFp32) {
+  const auto samples = SampleTargets(v1::FLOAT32);
+  auto stat = [](const v1::Target& target) {
+    auto generator = testing::BindForTest(target);
+    if (generator == nullptr) return std::string("unbound");
+    auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 1)[0]);
+    if (!kernel.ok()) return std::string(kernel.status().message());
+    for (const char* type : {"struct KfStat { float s; };", "struct KfStat { double s; };"}) {
+      if (absl::StrContains(kernel->source, type)) return std::string(type);
+    }
+    return std::string("no sum statistic");
+  };
+  constexpr char kF32[] = "struct KfStat { float s; };";
+  constexpr char kF64[] = "struct KfStat { double s; };";
+  const v1::Target rms = Sample(samples, "mean_broadcast_rms_norm").target;
+  EXPECT_EQ(stat(rms), kF32);
+  auto with_exponent = [&](const v1::ScalarValue& exponent) {
+    v1::Target t = rms;
+    for (v1::Argument& arg : *t.mutable_nodes(0)->mutable_args()) {
+      if (arg.name() == "exponent") *arg.mutable_scalar() = exponent;
+    }
+    return t;
+  };
+  EXPECT_EQ(stat(with_exponent(scalar::Int(4))), kF32);
+  EXPECT_EQ(stat(with_exponent(scalar::Float(0.5))), kF32);   // sqrt: NaN below 0
+  EXPECT_EQ(stat(with_exponent(scalar::Int(3))), kF64);
+  EXPECT_EQ(stat(with_exponent(scalar::Float(-1.0))), kF64);
+  // The same chain through exp, and through a function of either sign.
+  v1::Target exp = rms;
+  exp.mutable_nodes(0)->set_op("aten::exp");
+  exp.mutable_nodes(0)->set_overload("");
+  exp.mutable_nodes(0)->mutable_args()->DeleteSubrange(1, 1);
+  EXPECT_EQ(stat(exp), kF32);
+  v1::Target tanh = exp;
+  tanh.mutable_nodes(0)->set_op("aten::tanh");
+  EXPECT_EQ(stat(tanh), kF64);
+  // Reductions of the tensor itself.
+  EXPECT_EQ(stat(Sample(samples, "sum_last").target), kF64);
+  EXPECT_EQ(stat(Sample(samples, "sum_trailing_keepdim").target), kF64);
 }
 
 // A reduction in a chain is written only where the nodes after it broadcast its value back

@@ -1233,6 +1233,31 @@ class ElementwiseFamily : public Family {
 
 }  // namespace
 
+namespace {
+
+// Whether every value the op yields is >= 0 or NaN, whatever its input: a negative base to a
+// power that is not an odd integer is NaN or a positive number.
+bool YieldsNonNegative(const ElementwiseProblem& p) {
+  switch (p.op) {
+    case UnaryOp::kRelu:
+    case UnaryOp::kAbs:
+    case UnaryOp::kExp:
+    case UnaryOp::kSqrt:
+    case UnaryOp::kRsqrt:
+    case UnaryOp::kSigmoid:
+    case UnaryOp::kHardsigmoid:
+      return true;
+    case UnaryOp::kPow:
+      return !(p.exponent == std::floor(p.exponent) && std::fmod(p.exponent, 2.0) != 0.0);
+    case UnaryOp::kClamp:
+      return p.numbers.min.has_value() && *p.numbers.min >= 0;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int index,
                                                   v1::DType value_dtype) {
   KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::ForChainNode(target, index, -1));
@@ -1258,6 +1283,7 @@ absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int 
           "float32, float16 and bfloat16 only"));
     }
     stage.name = absl::StrCat("to ", DTypeName(stage.value_dtype));
+    stage.keeps_sign = true;
     // The engines convert on load and on the store, so a chain's last conversion is the
     // store's. One inside the chain rounds as eager's does: RMSNorm's `weight * h.to(bf16)`
     // multiplies the rounded h (the chains compute in float otherwise).
@@ -1291,6 +1317,7 @@ absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int 
   stage.name = p.name;
   stage.body = OpBody(p, /*fast=*/false);
   stage.math_ops = PreciseMathOps(p.op) + (HasTranscendental(p.op) ? 8 : 2);
+  stage.non_negative = YieldsNonNegative(p);
   return stage;
 }
 

@@ -68,7 +68,7 @@ class GroupNormFamily : public Family {
     p.rows = in.sizes(0) * p.groups;
     p.cols = p.rows > 0 ? Numel(in) / p.rows : 0;
     KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, anchor, p.cols, in.dtype()));
-    p.shape_key = CapturedShapeKey(target);
+    p.captured_call = CapturedCallArgs(target);
     return MakeRowKernelGenerator(p, gpu);
   }
 };

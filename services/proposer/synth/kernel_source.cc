@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
 
@@ -238,6 +239,38 @@ std::string FloatLiteral(double value) {
   if (std::isnan(value)) return "(__int_as_float(0x7fc00000))";
   std::string text = absl::StrFormat("%.17g", value);
   return absl::StrCat("((float)", text, ")");
+}
+
+std::string CapturedArgsSource(const KfArgs& call) {
+  auto tensor = [](const std::string& field, const std::string& data, const KfTensor& t) {
+    std::vector<std::string> sizes, strides;
+    for (int d = 0; d < KF_MAX_DIMS; ++d) {
+      sizes.push_back(absl::StrCat(t.sizes[d], "ll"));
+      strides.push_back(absl::StrCat(t.strides[d], "ll"));
+    }
+    return absl::StrCat("  args.", field, " = KfTensor{", data, ", ", t.numel, "ll, {",
+                        absl::StrJoin(sizes, ", "), "}, {", absl::StrJoin(strides, ", "), "}, ",
+                        t.ndim, ", ", t.dtype, "};\n");
+  };
+  std::string body;
+  for (int i = 0; i < call.num_inputs; ++i) {
+    const std::string data = absl::StrCat("captured.data[", i, "]");
+    absl::StrAppend(&body, tensor(absl::StrCat("inputs[", i, "]"), data, call.inputs[i]),
+                    "  args.data[", i, "] = ", data, ";\n");
+  }
+  for (int j = 0; j < call.num_outputs; ++j) {
+    const std::string data = absl::StrCat("captured.data[KF_MAX_INPUTS + ", j, "]");
+    absl::StrAppend(&body, tensor(absl::StrCat("outputs[", j, "]"), data, call.outputs[j]),
+                    "  args.data[KF_MAX_INPUTS + ", j, "] = ", data, ";\n");
+  }
+  return absl::StrCat(
+      kCapturedShapeBegin,
+      "\n__device__ __forceinline__ void kf_captured_args(KfArgs& args, const KfCapturedArgs& "
+      "captured) {\n",
+      body, "  args.scratch = KfTensor{nullptr, 0ll, {}, {}, 0, 0};\n  args.num_inputs = ",
+      call.num_inputs, ";\n  args.num_outputs = ", call.num_outputs,
+      ";\n  args.num_int_args = 0;\n  args.num_float_args = 0;\n  args.shape_key = ",
+      absl::StrFormat("0x%016xull", call.shape_key), ";\n}\n", kCapturedShapeEnd, "\n");
 }
 
 std::string SourceHeader(const std::string& what) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/kforge_device.h"
 #include "common/launch_plan.h"
 
 namespace kforge::synth {
@@ -36,6 +37,15 @@ extern const char kProgrammaticLaunch[];
 // the same for every shape of the target.
 inline constexpr char kCapturedShapeBegin[] = "// captured shape: begin";
 inline constexpr char kCapturedShapeEnd[] = "// captured shape: end";
+
+// Device code, between the captured-shape marks: kf_captured_args(KfArgs& args, const
+// KfCapturedArgs& captured) fills `args` as the launcher would for the captured call `call`
+// (CapturedCallArgs): the pointers from `captured`, the counts, sizes, strides, dtypes and shape
+// key as constants. An engine written against KfArgs, inlined into a captured entry on such a
+// local KfArgs, then folds its geometry and offsets at compile time (the struct never reaches
+// memory: every field it reads is a constant or a pointer). Scalars are in no shape key, so
+// int_args and float_args are left unset: only engines that never read them may use it.
+std::string CapturedArgsSource(const KfArgs& call);
 
 // The first line of every generated source: "// kforge synth: <what>". It names the kernel, not
 // its config, so configs that differ only in their launch plan (grid sizing) generate the same

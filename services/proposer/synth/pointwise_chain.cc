@@ -255,6 +255,14 @@ std::string PointwiseChain::DeviceCode() const {
   return src;
 }
 
+bool PointwiseChain::PrologueIsNonNegative() const {
+  bool non_negative = false;
+  for (const Part& part : prologue_) {
+    non_negative = part.stage.non_negative || (part.stage.keeps_sign && non_negative);
+  }
+  return non_negative;
+}
+
 double PointwiseChain::OperandBytes() const {
   double bytes = 0;
   for (const ChainOperand& op : operands_) {

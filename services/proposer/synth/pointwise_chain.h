@@ -24,6 +24,10 @@ struct PointwiseStage {
   bool value_is_b = false;   // the chained value is the body's b (the operand its a)
   v1::DType value_dtype = v1::FLOAT32;  // the value's dtype after the node
   double math_ops = 2;       // arithmetic per element, for the prior
+  // Every value it yields is >= 0 or NaN, whatever it is given (x^2, |x|, exp, relu).
+  bool non_negative = false;
+  // A conversion: the value keeps its sign (a non-negative value stays one).
+  bool keeps_sign = false;
 };
 
 // Node `index` of `target` as a stage whose chained value (the previous node's output) has
@@ -92,6 +96,10 @@ class PointwiseChain {
   // input's values where it applies the epilogue passes them (kf_epilogue_load_from_row)
   // instead of loading them again.
   bool EpilogueReadsStreamedInput() const { return epilogue_reads_streamed_input_; }
+  // Whether every value the prologue hands the anchor is >= 0 or NaN (it ends in x^2, |x| or
+  // exp, maybe converted after): an anchor that sums them adds terms of one sign, whose sum is
+  // well-conditioned.
+  bool PrologueIsNonNegative() const;
   // Bytes the operands move at least (each once), beside the anchor's own.
   double OperandBytes() const;
   // The widest operand element a vector load reads (0: none read by vectors).

@@ -263,6 +263,7 @@ class PoolingFamily : public Family {
         row.row_dims = 2;
         row.cols = h * w;
         row.rows = row.cols > 0 ? p.in_numel / row.cols : 0;
+        row.captured_call = CapturedCallArgs(target);
         return MakeRowKernelGenerator(row, gpu);
       }
       p.window = std::max(1.0, std::ceil(double(h) / size.first) * std::ceil(double(w) / size.second));

@@ -256,7 +256,7 @@ class ColumnReduceGenerator : public KernelGenerator {
                     tx * ty, "\n#define KF_VEC ", vec, "\n#define KF_SPLIT ", split,
                     "\n#define KF_UNROLL ", c.GetInt("unroll"), "\n#define KF_FIRST ", p_.first,
                     "\n#define KF_LAST ", p_.last, "\n");
-    src += ReduceStatCode(p_.op);
+    src += ReduceStatCode(p_.op, false);
     src += kColumnEngine;
     src += split > 1 ? kColumnSplit : kColumnSingle;
 
@@ -319,7 +319,9 @@ class ReductionFamily : public Family {
     KF_ASSIGN_OR_RETURN(const ReducedDims dims, Reduced(args, kind));
     const int ndim = in.sizes_size();
     if (dims.last == ndim - 1) {
-      return MakeRowKernelGenerator(RowReduction(kind, in, out, dims), gpu);
+      RowProblem p = RowReduction(kind, in, out, dims);
+      p.captured_call = CapturedCallArgs(target);
+      return MakeRowKernelGenerator(p, gpu);
     }
     ColumnProblem p;
     p.op = kind;
@@ -451,7 +453,7 @@ class ReductionFamily : public Family {
       KF_ASSIGN_OR_RETURN(anchor_dtype, args.ScalarType("dtype", 3));
     }
     KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, anchor, p.cols, anchor_dtype));
-    p.shape_key = CapturedShapeKey(target);
+    p.captured_call = CapturedCallArgs(target);
     return MakeRowKernelGenerator(p, gpu);
   }
 };

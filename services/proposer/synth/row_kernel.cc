@@ -475,7 +475,9 @@ __device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
   // The finishing launch of a split row walks the blocks in reverse: the chunks the partial
   // launch read last are the ones still in L2, so its re-reads start with hits.
   const unsigned bx = PHASE == 2 ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const unsigned by = PHASE == 2 ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
+  // Unsplit rows have one chunk (a grid of height 1): a constant, so with the captured entry's
+  // columns the chunk's bounds, and whether the register cache holds it, are constants too.
+  const unsigned by = KF_SPLIT == 1 ? 0u : PHASE == 2 ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
   const kf_i64 chunk = kf_ceil_div(kf_ceil_div(cols, KF_SPLIT), KF_VEC) * KF_VEC;
   const kf_i64 c0 = min(cols, (kf_i64)by * chunk);
   const kf_i64 c1 = min(cols, c0 + chunk);
@@ -492,6 +494,20 @@ __device__ __forceinline__ void kf_rows_body(const KfArgs& args) {
 constexpr char kSingleEntry[] = R"(
 extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows(KfArgs args) {
   kf_rows_body<0>(args);
+}
+)";
+
+// The captured call's entry (the plan's `captured`: the launcher picks it by the call's shape
+// key and alignment), after kf_captured_args: the engine on a KfArgs of constant shapes, so its
+// geometry, the rows' offsets (a broadcast operand's 64-bit remainder) and a mean's divisor fold
+// at compile time, where the generic entry reads them from its parameter and works them out
+// before its first load, on launch-bound rows where Inductor's static-shape kernels have none
+// of it (Qwen3's and Gemma3's RMSNorm chains trailed by ~0.9 us on the H200, 2026-12-05).
+constexpr char kCapturedSingleEntry[] = R"(
+extern "C" __global__ void __launch_bounds__(KF_BLOCK) kf_rows_captured(KfCapturedArgs args) {
+  KfArgs call;
+  kf_captured_args(call, args);
+  kf_rows_body<0>(call);
 }
 )";
 
@@ -539,11 +555,12 @@ std::string AffinePointers(const RowProblem& p);
 // elements or more take the generic pass.
 std::string StreamCapturedCode(const RowProblem& p, int64_t span) {
   std::string src = absl::StrCat(kCapturedShapeBegin, "\n");
-  if (p.shape_key == 0 || p.rows * p.cols >= (int64_t{1} << 31)) {
+  if (p.captured_call.num_inputs == 0 || p.rows * p.cols >= (int64_t{1} << 31)) {
     return absl::StrCat(src, "#define KF_CAPTURED_APPLY 0\n", kCapturedShapeEnd, "\n");
   }
   absl::StrAppend(&src, "#define KF_CAPTURED_APPLY 1\n#define KF_CAPTURED_SHAPE_KEY ",
-                  absl::StrFormat("0x%016xull", p.shape_key), "\n#define KF_CAPTURED_ROWS ",
+                  absl::StrFormat("0x%016xull", p.captured_call.shape_key),
+                  "\n#define KF_CAPTURED_ROWS ",
                   p.rows, "\n#define KF_CAPTURED_COLS ", p.cols, "\n#define KF_CAPTURED_EXACT ",
                   p.cols > 0 && p.cols % span == 0 ? "true" : "false",
                   "\n__device__ __forceinline__ void kf_captured_ctx(KfRowCtx& ctx, const KfArgs& "
@@ -948,17 +965,21 @@ bool UsesExp(RowOp op) { return op == RowOp::kSoftmax || op == RowOp::kLogSoftma
 
 // Row geometry from the ABI at run time: the source never holds the captured shape. Rows and
 // columns are products of sizes: a 64-bit division (numel / cols) took a good part of a stream
-// split's output pass's instructions, and in every kernel it stood before the first load.
+// split's output pass's instructions, and in every kernel it stood before the first load. The
+// loop runs over every dim slot, each a constant index: the captured entry's KfArgs then stays
+// in registers (an index that varies at run time puts the whole struct in local memory).
 std::string GeometryCode(const RowProblem& p) {
   std::string body;
   if (p.op == RowOp::kGroupNorm) {
     absl::StrAppend(&body, "  rows = x.sizes[0] * (kf_i64)", p.groups, ";\n",
                     "  cols = x.ndim > 1 ? x.sizes[1] / ", p.groups, " : 0;\n",
-                    "  for (int d = 2; d < x.ndim; ++d) cols *= x.sizes[d];\n");
+                    "#pragma unroll\n  for (int d = 2; d < KF_MAX_DIMS; ++d) {\n",
+                    "    if (d < x.ndim) cols *= x.sizes[d];\n  }\n");
   } else {
     absl::StrAppend(&body, "  rows = 1;\n  cols = 1;\n",
-                    "  for (int d = 0; d < x.ndim; ++d) (d < x.ndim - ", p.row_dims,
-                    " ? rows : cols) *= x.sizes[d];\n");
+                    "#pragma unroll\n  for (int d = 0; d < KF_MAX_DIMS; ++d) {\n",
+                    "    if (d < x.ndim) (d < x.ndim - ", p.row_dims,
+                    " ? rows : cols) *= x.sizes[d];\n  }\n");
   }
   return absl::StrCat(
       "\n__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, "
@@ -1159,16 +1180,33 @@ __device__ __forceinline__ kf_i64 kf_channel(kf_i64 col, const KfRowCtx& ctx) {
 
 constexpr char kNegInf[] = "__int_as_float(0xff800000)";
 
-// A reduction's value of its statistics `s` over `count` elements, as a float expression.
-std::string ReduceValue(RowOp op) {
-  return op == RowOp::kSum    ? "(float)s.s"
-         : op == RowOp::kMean ? "(float)(s.s * (1.0 / (double)count))"
-                              : "s.v";
+// A reduction's value of its statistics `s` over `count` elements, as a float expression; `f32`:
+// a sum accumulated in fp32 (ReduceStatCode), whose mean scales it as eager's does.
+std::string ReduceValue(RowOp op, bool f32) {
+  if (op == RowOp::kSum) return "(float)s.s";
+  if (op == RowOp::kMean) {
+    return f32 ? "s.s * (1.f / (float)count)" : "(float)(s.s * (1.0 / (double)count))";
+  }
+  return "s.v";
 }
+
+// A sum or mean of terms of one sign, in fp32. Such a sum is well-conditioned: its error stays
+// within about (terms per thread + log2 threads) ulps of it, as eager's fp32 accumulation's
+// does, where fp64 cost each term a conversion at 16 per clock per SM on sm_90, in
+// launch-bound rows (written-out RMSNorms' mean of x^2).
+constexpr char kSumOfOneSign[] = R"(
+// fp32 accumulation: every term is >= 0 (or NaN), so nothing cancels.
+struct KfStat { float s; };
+__device__ __forceinline__ KfStat kf_reduce_identity() { return {0.f}; }
+__device__ __forceinline__ void kf_reduce_add(KfStat& st, float x, kf_i64 index) { st.s += x; }
+__device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat& b) {
+  return {a.s + b.s};
+}
+)";
 
 }  // namespace
 
-std::string ReduceStatCode(RowOp op) {
+std::string ReduceStatCode(RowOp op, bool terms_non_negative) {
   constexpr char kStore[] = R"(
 __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfStat& s,
                                                 kf_i64 count) {
@@ -1176,6 +1214,9 @@ __device__ __forceinline__ void kf_reduce_store(TO* out, kf_i64 index, const KfS
   switch (op) {
     case RowOp::kSum:
     case RowOp::kMean:
+      if (terms_non_negative) {
+        return absl::StrCat(kSumOfOneSign, kStore, ReduceValue(op, true), ");\n}\n");
+      }
       return absl::StrCat(R"(
 // fp64 accumulation: the sum of a long row of values that nearly cancel keeps its low
 // digits (an fp32 sum, even Kahan-compensated, can miss the validation's tolerance there),
@@ -1189,7 +1230,7 @@ __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat&
   return {a.s + b.s};
 }
 )",
-                          kStore, ReduceValue(op), R"();
+                          kStore, ReduceValue(op, false), R"();
 }
 )");
     case RowOp::kAmax:
@@ -1211,7 +1252,7 @@ __device__ __forceinline__ KfStat kf_reduce_merge(const KfStat& a, const KfStat&
                           fn, R"((a.v, b.v)};
 }
 )",
-                          kStore, ReduceValue(op), R"();
+                          kStore, ReduceValue(op, false), R"();
 }
 )");
     }
@@ -1505,7 +1546,7 @@ template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRo
     case RowOp::kAmax:
     case RowOp::kAmin:
     case RowOp::kArgmax:
-      return absl::StrCat(ReduceStatCode(p.op), R"(
+      return absl::StrCat(ReduceStatCode(p.op, p.chain.PrologueIsNonNegative()), R"(
 template <int P> __device__ __forceinline__ KfStat kf_identity() { return kf_reduce_identity(); }
 template <int P, int V>
 __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
@@ -1521,7 +1562,7 @@ template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, con
 // chain's epilogue.
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
   const kf_i64 count = ctx.cols;
-  ctx.a = )" + ReduceValue(p.op) + R"(;
+  ctx.a = )" + ReduceValue(p.op, p.chain.PrologueIsNonNegative()) + R"(;
 }
 __device__ __forceinline__ float kf_out(float, kf_i64, const KfRowCtx& ctx) { return ctx.a; }
 )"
@@ -2291,6 +2332,11 @@ class RowKernelGenerator : public KernelGenerator {
     const bool regs_after_prologue = after_prologue && cache == "regs";
     if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
+    const bool captured_entry =
+        !scratch && !sync && !ordered && !stream && p_.captured_call.num_inputs > 0;
+    if (captured_entry) {
+      absl::StrAppend(&src, CapturedArgsSource(p_.captured_call), kCapturedSingleEntry);
+    }
 
     PlanSpec plan;
     if (p_.op == RowOp::kGroupNorm) {
@@ -2366,6 +2412,7 @@ class RowKernelGenerator : public KernelGenerator {
     } else {
       PlanLaunch launch{"kf_rows", {grid_x, std::to_string(split), "1"}, block, shared, {}};
       if (cluster) launch.cluster = {1, split, 1};
+      if (captured_entry) launch.captured_entry = "kf_rows_captured";
       plan.launches.push_back(launch);
     }
     plan.contiguous = true;
@@ -2373,6 +2420,9 @@ class RowKernelGenerator : public KernelGenerator {
         vec > 1 ? vec * std::max({ElementSize(p_.in_dtype), per_row_ ? 0 : ElementSize(p_.out_dtype),
                                   p_.chain.MaxVectorElementSize()})
                 : 0;
+    if (captured_entry) {
+      plan.captured = CapturedCall{p_.captured_call.shape_key, std::max(plan.alignment_bytes, 1)};
+    }
     if (vec > 1) {
       plan.multiple_of.push_back({p_.op == RowOp::kGroupNorm
                                       ? "in0_numel / max(in0_size0 * in0_size1, 1)"

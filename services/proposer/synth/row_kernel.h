@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "common/kforge_device.h"
 #include "kforge/v1/common.pb.h"
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/pointwise_chain.h"
@@ -49,9 +50,10 @@ struct RowProblem {
   // The captured shape, for the prior and the checks (and a stream split's captured path).
   int64_t rows = 1;
   int64_t cols = 1;
-  // The captured call's (CapturedShapeKey), which a stream split's output pass tests to take
-  // its fast path with the captured geometry as constants; 0: no fast path.
-  uint64_t shape_key = 0;
+  // The captured call (CapturedCallArgs; no inputs: none): single-launch kernels get a
+  // captured entry on its shapes as constants, and a stream split's output pass tests its
+  // shape key to take its fast path with the captured geometry as constants.
+  KfArgs captured_call{};
   // A chain target's elementwise nodes before and after the op: applied to every value read
   // of input 0 and every value written (empty for a single op).
   PointwiseChain chain;
@@ -69,7 +71,10 @@ std::string RowOpName(RowOp op);
 // engine and the column reduction: struct KfStat, kf_reduce_identity(),
 // kf_reduce_add(KfStat&, float x, kf_i64 index), kf_reduce_merge(a, b) and
 // kf_reduce_store(TO* out, kf_i64 index, const KfStat&, kf_i64 count). Needs typedef TO.
-std::string ReduceStatCode(RowOp op);
+// `terms_non_negative`: every term is >= 0 or NaN (PointwiseChain::PrologueIsNonNegative), so
+// a sum or mean accumulates in fp32; else in fp64, which keeps the low digits of a long row of
+// values that nearly cancel.
+std::string ReduceStatCode(RowOp op, bool terms_non_negative);
 
 std::unique_ptr<KernelGenerator> MakeRowKernelGenerator(const RowProblem& problem,
                                                         const GpuModel& gpu);

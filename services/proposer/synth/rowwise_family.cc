@@ -126,7 +126,7 @@ class RowwiseFamily : public Family {
       KF_ASSIGN_OR_RETURN(anchor_dtype, args.ScalarType("dtype", 2));
     }
     KF_ASSIGN_OR_RETURN(p.chain, PointwiseChain::Bind(target, anchor, p.cols, anchor_dtype));
-    p.shape_key = CapturedShapeKey(target);
+    p.captured_call = CapturedCallArgs(target);
     return MakeRowKernelGenerator(p, gpu);
   }
 };

@@ -250,13 +250,25 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   return t;
 }
 
-uint64_t CapturedShapeKey(const v1::Target& target) {
+KfArgs CapturedCallArgs(const v1::Target& target) {
+  // As the launcher fills a tensor (MakeKfTensor): sizes past the rank 1, the proto's dtype.
+  auto tensor = [](const v1::TensorSignature& sig) {
+    KfTensor t = SignatureTensor(sig);
+    for (int d = t.ndim; d < KF_MAX_DIMS; ++d) t.sizes[d] = 1;
+    t.dtype = static_cast<int>(sig.dtype());
+    return t;
+  };
   KfArgs args{};
   args.num_inputs = std::min(target.inputs_size(), KF_MAX_INPUTS);
   args.num_outputs = std::min(target.outputs_size(), KF_MAX_OUTPUTS);
-  for (int i = 0; i < args.num_inputs; ++i) args.inputs[i] = SignatureTensor(target.inputs(i));
-  for (int j = 0; j < args.num_outputs; ++j) args.outputs[j] = SignatureTensor(target.outputs(j));
-  return KfShapeKey(args);
+  for (int i = 0; i < args.num_inputs; ++i) args.inputs[i] = tensor(target.inputs(i));
+  for (int j = 0; j < args.num_outputs; ++j) args.outputs[j] = tensor(target.outputs(j));
+  args.shape_key = KfShapeKey(args);
+  return args;
+}
+
+uint64_t CapturedShapeKey(const v1::Target& target) {
+  return CapturedCallArgs(target).shape_key;
 }
 
 absl::StatusOr<int> NormalizeDim(int64_t dim, int ndim) {

@@ -81,6 +81,10 @@ absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view 
 // The captured sizes and strides of `sig` as the kernel ABI's tensor (no data), for the host
 // side of device code (broadcast groups, row spans) in the prior and in generated sources.
 KfTensor SignatureTensor(const v1::TensorSignature& sig);
+// The target's captured call as the launcher's KfArgs holds it (counts, and each tensor's
+// sizes, strides and dtype; no data, no scalars): a captured entry's constants
+// (CapturedArgsSource), and its shape key.
+KfArgs CapturedCallArgs(const v1::Target& target);
 // The shape key (common/shape_key.h) the launcher gives a call with the target's shapes: a
 // kernel specialized for the captured call compares it with this.
 uint64_t CapturedShapeKey(const v1::Target& target);

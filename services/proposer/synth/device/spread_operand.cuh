@@ -20,14 +20,25 @@ struct KfSpread {
 };
 
 // Value elements that each element of `operand` spreads over in `value` (dims aligned from the
-// right): the product of the value's dims where the operand's innermost dims are 1.
+// right): the product of the value's dims where the operand's innermost dims are 1 (all of the
+// value's where every dim of the operand is 1). Both loops visit every dim slot, each a
+// constant index, so a captured entry's tensors stay constants in registers (row_kernel.cc).
 KF_HD kf_i64 kf_spread_inner(const KfTensor& operand, const KfTensor& value) {
+  int ones = 0;  // the operand's innermost dims of size 1
+  bool innermost = true;
+  for (int od = KF_MAX_DIMS - 1; od >= 0; --od) {
+    if (od < operand.ndim && innermost) {
+      if (operand.sizes[od] == 1) {
+        ++ones;
+      } else {
+        innermost = false;
+      }
+    }
+  }
+  const int first = ones == operand.ndim ? 0 : value.ndim - ones;
   kf_i64 inner = 1;
-  const int shift = value.ndim - operand.ndim;
-  for (int d = value.ndim - 1; d >= 0; --d) {
-    const int od = d - shift;
-    if (od >= 0 && operand.sizes[od] != 1) break;
-    inner *= value.sizes[d];
+  for (int d = 0; d < KF_MAX_DIMS; ++d) {
+    if (d >= first && d < value.ndim) inner *= value.sizes[d];
   }
   return inner > 0 ? inner : 1;
 }
