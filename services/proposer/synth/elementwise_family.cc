@@ -1231,10 +1231,6 @@ class ElementwiseFamily : public Family {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // Whether every value the op yields is >= 0 or NaN, whatever its input: a negative base to a
 // power that is not an odd integer is NaN or a positive number.
 bool YieldsNonNegative(const ElementwiseProblem& p) {

@@ -42,9 +42,10 @@ inline constexpr char kCapturedShapeEnd[] = "// captured shape: end";
 // KfCapturedArgs& captured) fills `args` as the launcher would for the captured call `call`
 // (CapturedCallArgs): the pointers from `captured`, the counts, sizes, strides, dtypes and shape
 // key as constants. An engine written against KfArgs, inlined into a captured entry on such a
-// local KfArgs, then folds its geometry and offsets at compile time (the struct never reaches
-// memory: every field it reads is a constant or a pointer). Scalars are in no shape key, so
-// int_args and float_args are left unset: only engines that never read them may use it.
+// local KfArgs, then folds its geometry and offsets at compile time, provided it indexes the
+// struct by constants only (else the whole struct goes to local memory). Scalars are in no
+// shape key, so int_args and float_args are left unset: only engines that never read them may
+// use it.
 std::string CapturedArgsSource(const KfArgs& call);
 
 // The first line of every generated source: "// kforge synth: <what>". It names the kernel, not
