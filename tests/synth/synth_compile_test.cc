@@ -223,6 +223,27 @@ TEST_F(SynthCompileTest, RegisterCacheSlotsLoadBeforeTheirWork) {
   }
 }
 
+// A two-pass softmax over float shared memory stores its exps there in pass 1, for the output
+// pass to multiply: a shared-memory store follows the first exp (pass 0, the max alone, stores
+// the values before any exp), in every dtype.
+TEST_F(SynthCompileTest, TwoPassSoftmaxKeepsItsExpsInSharedMemory) {
+  ASSERT_NE(compiler_, nullptr);
+  for (v1::DType dtype : {v1::FLOAT32, v1::FLOAT16, v1::BFLOAT16}) {
+    v1::CompileResult result = CompileSampleConfig(
+        *compiler_, "softmax_attention_chain", dtype,
+        "row_threads=32;rows_per_block=1;vec=4;algo=two_pass;cache=smem_f32;reg_cache=8;split=1;"
+        "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=linear");
+    ASSERT_EQ(result.status(), v1::COMPILE_OK) << v1::DType_Name(dtype) << result.log();
+    for (const char* entry : {"kf_rows", "kf_rows_captured"}) {
+      const std::string ptx = EntryPtx(result.ptx(), entry);
+      const size_t first_exp = ptx.find("ex2.approx");
+      ASSERT_NE(first_exp, std::string::npos) << entry;
+      EXPECT_NE(ptx.find("st.shared", first_exp), std::string::npos)
+          << v1::DType_Name(dtype) << " " << entry;
+    }
+  }
+}
+
 // The captured call's entry of a one-launch row kernel holds the captured shapes as constants:
 // no 64-bit division or remainder (a broadcast operand's row, the geometry), no call, and a
 // fraction of the generic entry's code, where Inductor's static-shape kernels start their loads

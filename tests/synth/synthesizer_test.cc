@@ -666,6 +666,19 @@ TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
   EXPECT_THAT(kernel->source, HasSubstr("if (use_smem) kf_store<V>(srow + (c - c0), v);"));
   EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_params<V>(c, ctx, p);"));
   EXPECT_THAT(kernel->launch_plan_json, HasSubstr("CHUNK * 4, "));
+  EXPECT_THAT(kernel->source, Not(HasSubstr("exps_cached")));
+  // A two-pass softmax's second pass leaves exp(x - max) in shared memory, and the output
+  // pass multiplies; a row that outgrew shared memory takes its exps where it is re-read.
+  Config two_pass = f32;
+  two_pass.Set("algo", "two_pass");
+  auto exps = attention->Generate(two_pass);
+  ASSERT_TRUE(exps.ok()) << exps.status();
+  EXPECT_THAT(exps->source, HasSubstr("v[i] = KF_EXP(v[i] - ctx.a);\n      st.s += v[i];"));
+  EXPECT_THAT(exps->source, HasSubstr("kf_cached_add<1, V>(t, v, c, ctx);  // leaves exp(x - max) "
+                                      "in v\n        if (use_smem) kf_store<V>(srow + (c - c0), v);"));
+  EXPECT_THAT(exps->source, HasSubstr("kf_finish<1>(t, ctx);\n  exps_cached = true;"));
+  EXPECT_THAT(exps->source, HasSubstr("if (exps_cached) {"));
+  EXPECT_THAT(exps->source, HasSubstr("o[i] = v[i] * ctx.b;"));
   Config sync = f32;
   sync.SetInt("row_threads", 16);
   sync.SetInt("split", 2);

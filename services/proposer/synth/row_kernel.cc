@@ -190,6 +190,36 @@ constexpr std::pair<const char*, const char*> kSmemAfterPrologueAccesses[] = {
     {kOutPassValues, "        kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);\n"},
 };
 
+// cache=smem_f32 with a two-pass softmax (after kSmemAfterPrologueAccesses, with CacheHooks'
+// exp_once): pass 1 leaves exp(x - max) in shared memory, so the output pass multiplies, as the
+// register cache's does: one exp an element where the online softmax takes two, in the
+// attention chain that issued ~17 instructions an element (76% of the issue slots, 48% of the
+// DRAM bandwidth: H200, 2026-12-03). A row that outgrew shared memory takes its exps again
+// where the output pass re-reads it.
+constexpr std::pair<const char*, const char*> kSmemExpOnceAccesses[] = {
+    {"  // Reads back what pass 0 read: from registers, shared memory or global memory.\n",
+     "  bool exps_cached = false;  // pass 1 has left exp(x - max) in shared memory\n"
+     "  // Reads back what pass 0 read: from registers, shared memory or global memory.\n"},
+    {"    kf_load<V>(xr + c, v);\n    kf_cache_in<V>(v, c, ctx);\n  };\n",
+     R"(    kf_load<V>(xr + c, v);
+    kf_cache_in<V>(v, c, ctx);
+    if (exps_cached) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) v[i] = KF_EXP(v[i] - ctx.a);
+    }
+  };
+)"},
+    {"      [&](kf_i64 c, int, const KfVals<V>& l) { kf_cached_add<1, V>(t, l.v, c, ctx); });",
+     R"(      [&](kf_i64 c, int, const KfVals<V>& l) {
+        float v[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[i] = l.v[i];
+        kf_cached_add<1, V>(t, v, c, ctx);  // leaves exp(x - max) in v
+        if (use_smem) kf_store<V>(srow + (c - c0), v);
+      });)"},
+    {"  kf_finish<1>(t, ctx);\n", "  kf_finish<1>(t, ctx);\n  exps_cached = true;\n"},
+};
+
 // `engine` with each (plain, rewritten) access of `accesses` applied; each plain access must
 // occur exactly once.
 template <size_t N>
@@ -1872,9 +1902,9 @@ class RowKernelGenerator : public KernelGenerator {
     // Instruction cost per element; exp is ~20 instructions accurate, 3 fast (kernel_source.cc).
     const bool fast = c.GetInt("fast_math") == 1;
     double per_elem_ops = 3;
-    // A two-pass softmax over its register cache takes one exp an element (CacheHooks).
-    const double exps =
-        p_.op != RowOp::kSoftmax ? 1.2 : after_prologue && cache == "regs" && two_pass ? 1 : 2;
+    // A two-pass softmax over its register or float shared-memory cache takes one exp an
+    // element (CacheHooks).
+    const double exps = p_.op != RowOp::kSoftmax ? 1.2 : ExpOnce(c) ? 1 : 2;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // The chain's prologue runs again in each pass over the row, but where the cache holds
     // its results.
@@ -2295,7 +2325,7 @@ class RowKernelGenerator : public KernelGenerator {
     src += WithChainHooks(p_, OpCode(p_, two_pass));
     const bool after_prologue = AfterPrologue(c);
     if (after_prologue) {
-      src += CacheHooks(p_, cache == "regs" && p_.op == RowOp::kSoftmax && two_pass);
+      src += CacheHooks(p_, ExpOnce(c));
     }
     const bool operand_order = c.Get("row_order") == "operand";
     if (operand_order) src += kOperandRowOrder;
@@ -2332,6 +2362,7 @@ class RowKernelGenerator : public KernelGenerator {
     const bool regs_after_prologue = after_prologue && cache == "regs";
     if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
+    if (cache == "smem_f32" && ExpOnce(c)) src = Rewritten(std::move(src), kSmemExpOnceAccesses);
     const bool captured_entry =
         !scratch && !sync && !ordered && !stream && p_.captured_call.num_inputs > 0;
     if (captured_entry) {
@@ -2464,6 +2495,11 @@ class RowKernelGenerator : public KernelGenerator {
   // output pass reads the epilogue's operands only; the row's loads, unused, are dead code).
   bool RereadsRow() const {
     return !per_row_ && (!p_.broadcast || p_.chain.EpilogueReadsStreamedInput());
+  }
+  // A two-pass softmax whose cache holds the values after the prologue: its second pass leaves
+  // exp(x - max) there and the output pass multiplies (CacheHooks, kSmemExpOnceAccesses).
+  bool ExpOnce(const Config& c) const {
+    return p_.op == RowOp::kSoftmax && TwoPass(c) && AfterPrologue(c);
   }
   // A split whose blocks take the sync split's items in ticket order (kOrderedEntry).
   bool InTicketOrder(const Config& c) const {
