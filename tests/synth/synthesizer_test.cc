@@ -663,7 +663,7 @@ TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
   auto kernel = attention->Generate(f32);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(kernel->source, Not(HasSubstr("#error")));
-  EXPECT_THAT(kernel->source, HasSubstr("if (use_smem) kf_store<V>(srow + (c - c0), v);"));
+  EXPECT_THAT(kernel->source, HasSubstr("if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, v);"));
   EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_params<V>(c, ctx, p);"));
   EXPECT_THAT(kernel->launch_plan_json, HasSubstr("CHUNK * 4, "));
   EXPECT_THAT(kernel->source, Not(HasSubstr("exps_cached")));
@@ -675,7 +675,7 @@ TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
   ASSERT_TRUE(exps.ok()) << exps.status();
   EXPECT_THAT(exps->source, HasSubstr("v[i] = KF_EXP(v[i] - ctx.a);\n      st.s += v[i];"));
   EXPECT_THAT(exps->source, HasSubstr("kf_cached_add<1, V>(t, v, c, ctx);  // leaves exp(x - max) "
-                                      "in v\n        if (use_smem) kf_store<V>(srow + (c - c0), v);"));
+                                      "in v\n        if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, v);"));
   EXPECT_THAT(exps->source, HasSubstr("kf_finish<1>(t, ctx);\n  exps_cached = true;"));
   EXPECT_THAT(exps->source, HasSubstr("if (exps_cached) {"));
   EXPECT_THAT(exps->source, HasSubstr("o[i] = v[i] * ctx.b;"));

@@ -175,12 +175,12 @@ constexpr std::pair<const char*, const char*> kSmemAfterPrologueAccesses[] = {
 )"},
     {"    kf_load<V>(xr + c, v);\n  };\n",
      "    kf_load<V>(xr + c, v);\n    kf_cache_in<V>(v, c, ctx);\n  };\n"},
-    {R"(      if (use_smem) *reinterpret_cast<KfVec<TI, V>*>(srow + (c - c0)) = raw;
+    {R"(      if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, raw);
 #endif
       kf_add<0, V>(s, v, c, ctx);
 )",
      R"(      kf_cache_in<V>(v, c, ctx);
-      if (use_smem) kf_store<V>(srow + (c - c0), v);
+      if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, v);
 #endif
       kf_cached_add<0, V>(s, v, c, ctx);
 )"},
@@ -215,7 +215,7 @@ constexpr std::pair<const char*, const char*> kSmemExpOnceAccesses[] = {
 #pragma unroll
         for (int i = 0; i < V; ++i) v[i] = l.v[i];
         kf_cached_add<1, V>(t, v, c, ctx);  // leaves exp(x - max) in v
-        if (use_smem) kf_store<V>(srow + (c - c0), v);
+        if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, v);
       });)"},
     {"  kf_finish<1>(t, ctx);\n", "  kf_finish<1>(t, ctx);\n  exps_cached = true;\n"},
 };
@@ -336,6 +336,50 @@ __device__ __forceinline__ void kf_for_each_read(kf_i64 c0, kf_i64 c1, int lane,
   }
 }
 
+// A row cache's vector at offset `off` of a chunk of `chunk` elements in shared memory, as
+// 16-byte pieces: piece q of every vector in plane q of the chunk, so that the 8 lanes of a
+// quarter warp, which one 16-byte shared access serves together, touch 128 consecutive bytes.
+// Vectors of 32 bytes (8 floats) laid out as in global memory put those lanes 32 bytes apart,
+// two to a bank (sm_90). Vectors of at most 16 bytes keep that layout (one plane).
+template <typename T, int V> struct KfSmemPieces {
+  static constexpr int kElems = 16 / (int)sizeof(T) < V ? 16 / (int)sizeof(T) : V;  // a piece's
+  static constexpr int kCount = V / kElems;
+};
+template <int V, typename T>
+__device__ __forceinline__ void kf_smem_put(T* row, kf_i64 off, kf_i64 chunk,
+                                            const KfVec<T, V>& v) {
+  typedef KfSmemPieces<T, V> P;
+  const kf_i64 at = off / V * P::kElems, plane = chunk / P::kCount;
+#pragma unroll
+  for (int q = 0; q < P::kCount; ++q) {
+    KfVec<T, P::kElems> piece;
+#pragma unroll
+    for (int i = 0; i < P::kElems; ++i) piece.v[i] = v.v[q * P::kElems + i];
+    *reinterpret_cast<KfVec<T, P::kElems>*>(row + q * plane + at) = piece;
+  }
+}
+template <int V>
+__device__ __forceinline__ void kf_smem_put(float* row, kf_i64 off, kf_i64 chunk,
+                                            const float (&v)[V]) {
+  KfVec<float, V> w;
+#pragma unroll
+  for (int i = 0; i < V; ++i) w.v[i] = v[i];
+  kf_smem_put<V>(row, off, chunk, w);
+}
+template <int V, typename T>
+__device__ __forceinline__ void kf_smem_get(const T* row, kf_i64 off, kf_i64 chunk,
+                                            float (&v)[V]) {
+  typedef KfSmemPieces<T, V> P;
+  const kf_i64 at = off / V * P::kElems, plane = chunk / P::kCount;
+#pragma unroll
+  for (int q = 0; q < P::kCount; ++q) {
+    const KfVec<T, P::kElems> piece =
+        *reinterpret_cast<const KfVec<T, P::kElems>*>(row + q * plane + at);
+#pragma unroll
+    for (int i = 0; i < P::kElems; ++i) v[q * P::kElems + i] = kf_to_float(piece.v[i]);
+  }
+}
+
 // Pass 0: kf_for_each_read of the raw vectors of row xr.
 template <int V, typename F>
 __device__ __forceinline__ void kf_for_each(const TI* xr, kf_i64 c0, kf_i64 c1, int lane,
@@ -419,7 +463,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
 #endif
 #if KF_CACHE == 1
     if (use_smem) {
-      kf_load<V>(srow + (c - c0), v);
+      kf_smem_get<V>(srow, c - c0, chunk, v);
       return;
     }
 #endif
@@ -458,7 +502,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
       }
 #endif
 #if KF_CACHE == 1
-      if (use_smem) *reinterpret_cast<KfVec<TI, V>*>(srow + (c - c0)) = raw;
+      if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, raw);
 #endif
       kf_add<0, V>(s, v, c, ctx);
     });
@@ -776,6 +820,7 @@ struct KfItem {
   bool valid;   // row < rows
   kf_i64 c0;    // the chunk's columns [c0, c1)
   kf_i64 c1;
+  kf_i64 chunk;  // a chunk's columns, the last one's included (its shared-memory buffer's)
 };
 
 __device__ __forceinline__ KfItem kf_item(kf_i64 item, kf_i64 rows, kf_i64 cols, kf_i64 chunk,
@@ -787,6 +832,7 @@ __device__ __forceinline__ KfItem kf_item(kf_i64 item, kf_i64 rows, kf_i64 cols,
   it.valid = it.row < rows;
   it.c0 = min(cols, (kf_i64)it.part * chunk);
   it.c1 = it.valid ? min(cols, it.c0 + chunk) : it.c0;
+  it.chunk = chunk;
   return it;
 }
 
@@ -815,7 +861,7 @@ __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& i
   kf_init_ctx(ctx, args, it.row, cols);
   KfStat s = kf_identity<0>();
   kf_for_each<V>(xr, it.c0, it.c1, lane, false, [&](kf_i64 c, int, const KfVec<TI, V>& raw) {
-    if (sbuf != nullptr) *reinterpret_cast<KfVec<TI, V>*>(sbuf + (c - it.c0)) = raw;
+    if (sbuf != nullptr) kf_smem_put<V>(sbuf, c - it.c0, it.chunk, raw);
     float v[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
@@ -857,7 +903,7 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
   const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
   auto read = [&](kf_i64 c, int, float (&v)[V]) {
     if (sbuf != nullptr) {
-      kf_load<V>(sbuf + (c - it.c0), v);
+      kf_smem_get<V>(sbuf, c - it.c0, it.chunk, v);
     } else {
       kf_load<V>(xr + c, v);
     }
