@@ -2183,6 +2183,24 @@ class RowKernelGenerator : public KernelGenerator {
       c.Set("grid", "oneshot");
       seeds.push_back(Ordered(c));
     }
+    // A softmax after a prologue (the attention chain's scale and mask): a warp a row over float
+    // shared memory with fast exps, as its winners were (H200, 2026-12-04), two-pass so that its
+    // exps stay there for the output pass (kSmemExpOnceAccesses).
+    if (p_.op == RowOp::kSoftmax && p_.chain.has_prologue()) {
+      Config c;
+      c.SetInt("row_threads", 32);
+      c.SetInt("rows_per_block", 1);
+      c.SetInt("vec", std::min(max_vec, 8));
+      c.Set("algo", "two_pass");
+      c.Set("cache", "smem_f32");
+      c.Set("reg_cache", "8");
+      c.SetInt("split", 1);
+      c.Set("split_mode", "scratch");
+      c.Set("unroll", "1");
+      c.Set("fast_math", "1");
+      c.Set("grid", "oneshot");
+      if (Check(c).empty()) seeds.push_back(Ordered(c));
+    }
     if (p_.op == RowOp::kLayerNorm || p_.op == RowOp::kRmsNorm || p_.op == RowOp::kGroupNorm) {
       for (Config& c : NormSeeds(max_vec)) {
         if (Check(c).empty()) seeds.push_back(Ordered(c));
