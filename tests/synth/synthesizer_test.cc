@@ -1225,16 +1225,22 @@ TEST(SynthesizerTest, RefusedCooperativeLaunchTurnsSyncSplitsIntoScratch) {
 }
 
 // A split whose blocks wait on each other's partials that timed out: no child waits so.
+// A waiting split that hung (TIMEOUT) or whose bounded wait trapped (CRASH): no child waits.
 TEST(SynthesizerTest, TimedOutWaitingSplitTurnsWaitingSplitsIntoScratch) {
-  const FailedParentChildren r = ChildrenAfterFailure(
-      "group_norm_affine",
-      "row_threads=512;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
-      "split_mode=ordered;unroll=1;grid=oneshot",
-      "the kernel ran past its 10 s limit and was killed", v1::TIMEOUT);
-  ASSERT_GE(r.children.size(), 1u);
-  for (const Config& child : r.children) {
-    for (const char* mode : {"sync", "sync_keep", "ordered"}) {
-      EXPECT_NE(child.Get("split_mode"), mode) << child.ToString();
+  const std::pair<v1::Verdict, const char*> failures[] = {
+      {v1::TIMEOUT, "the kernel ran past its 10 s limit and was killed"},
+      {v1::CRASH, "the kernel faulted (unspecified launch failure)"}};
+  for (const auto& [verdict, text] : failures) {
+    const FailedParentChildren r = ChildrenAfterFailure(
+        "group_norm_affine",
+        "row_threads=512;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+        "split_mode=ordered;unroll=1;grid=oneshot",
+        text, verdict);
+    ASSERT_GE(r.children.size(), 1u);
+    for (const Config& child : r.children) {
+      for (const char* mode : {"sync", "sync_keep", "ordered"}) {
+        EXPECT_NE(child.Get("split_mode"), mode) << child.ToString();
+      }
     }
   }
 }

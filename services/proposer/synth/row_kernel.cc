@@ -884,7 +884,13 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
                                               const TI* sbuf, const KfStat* partials,
                                               const unsigned* arrivals) {
   if (threadIdx.x == 0) {
-    while (kf_load_acquire(arrivals + it.rb) < (unsigned)KF_SPLIT) __nanosleep(64);
+    // Bounded: a row block's reads take microseconds to milliseconds, so a wait of seconds
+    // (4M polls, each an L2 round trip and a sleep) is a deadlock, which traps the launch (a
+    // CRASH the search steers off) instead of holding the GPU until the evaluator's limit.
+    for (unsigned polls = 0; kf_load_acquire(arrivals + it.rb) < (unsigned)KF_SPLIT; ++polls) {
+      if (polls == (1u << 22)) __trap();
+      __nanosleep(64);
+    }
   }
   __syncthreads();
   KfRowCtx ctx;

@@ -128,8 +128,10 @@ class Proposal {
       }
       if (absl::StrContains(text, "cooperative")) fb->no_sync = true;
     }
-    // A hang or a crawl where blocks wait on each other's partials: the wait is the suspect.
-    if (verdict == v1::TIMEOUT && config.has_value() && BlocksWaitOnEachOther(*config)) {
+    // A hang, a crawl or a fault where blocks wait on each other's partials (a wait that
+    // outlasts its bound traps): the wait is the suspect.
+    if ((verdict == v1::TIMEOUT || verdict == v1::CRASH) && config.has_value() &&
+        BlocksWaitOnEachOther(*config)) {
       fb->no_waiting_split = true;
     }
     if ((verdict == v1::MISMATCH || verdict == v1::NONDETERMINISTIC) && config.has_value() &&
