@@ -545,6 +545,22 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Tensor("other", Dense(x, t)).Scalar("alpha", Float(0.5)).Output(Dense(x, t)));
   }
   {
+    // Views read through their strides into a dense output: half of each row, as a rotary
+    // embedding slices `x[..., :d/2]` (times a table over positions, and negated), and a bias
+    // expanded over the rows (stride 0).
+    S x = pick({2, 8, 128, 32}, {3, 5, 7, 6});
+    const S sliced = {x[1] * x[2] * 2 * x[3], x[2] * 2 * x[3], 2 * x[3], 1};
+    add("mul_sliced", "elementwise",
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Strided(x, sliced, t))
+            .Tensor("other", Dense({x[2], x[3]}, t)).Output(Dense(x, t)));
+    add("neg_sliced", "elementwise",
+        TargetBuilder("aten::neg", "").Tensor("self", Strided(x, sliced, t)).Output(Dense(x, t)));
+    S y = pick({64, 1024}, {9, 33});
+    add("add_expanded", "elementwise",
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(y, t))
+            .Tensor("other", Strided(y, {0, 1}, t)).Scalar("alpha", Int(1)).Output(Dense(y, t)));
+  }
+  {
     S x = pick({8, 64, 56, 56}, {2, 64, 3, 5});
     S s = pick({8, 64, 1, 1}, {2, 64, 1, 1});
     add("mul_broadcast", "elementwise",

@@ -835,6 +835,31 @@ TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
   EXPECT_THAT(Refusal(two_numbers), HasSubstr("where with two number branches"));
 }
 
+// Elementwise inputs may be views of any strides (a slice, an expand): the kernel reads them
+// through their broadcast groups, the plan does not require contiguity (the runtime's guards
+// still hold each call to the validated strides), and the floor counts what an expanded input
+// holds. The output stays dense: eager lays out a permuted input's result like it, which the
+// family does not write.
+TEST(SynthesizerTest, ElementwiseInputsMayBeViews) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  for (const char* name : {"mul_sliced", "neg_sliced", "add_expanded", "add_alpha"}) {
+    auto generator = Bind(Sample(samples, name).target);
+    ASSERT_NE(generator, nullptr) << name;
+    auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 1)[0]);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    const bool dense = std::string(name) == "add_alpha";
+    EXPECT_THAT(kernel->launch_plan_json,
+                HasSubstr(dense ? "\"contiguous\": true" : "\"contiguous\": false"))
+        << name;
+  }
+  auto expanded = Bind(Sample(samples, "add_expanded").target);
+  ASSERT_NE(expanded, nullptr);
+  EXPECT_DOUBLE_EQ(expanded->MinBytes(), (2.0 * 64 * 1024 + 1024) * 2);
+  v1::Target permuted = Sample(samples, "neg_sliced").target;
+  *permuted.mutable_outputs(0) = permuted.inputs(0);
+  EXPECT_THAT(Refusal(permuted), HasSubstr("output is not contiguous"));
+}
+
 // Layout copies: any input strides (the plan does not require contiguous tensors), the
 // element type copied as it is, and the prior prefers vectors where the innermost dim is dense;
 // a contiguous input, a channels-last output and a dtype change are refused with the reason.
@@ -1314,8 +1339,12 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
                         HasSubstr(absl::StrCat(" ", launch.captured_entry, "(KfCapturedArgs args)")));
           }
         }
-        // Layout copies read any strides; every other family assumes contiguous tensors.
-        EXPECT_EQ(plan->requirements().contiguous, samples[s].family != "layout");
+        // Layout copies read any strides, elementwise kernels their inputs' (views in, a
+        // dense output); every other family assumes contiguous tensors.
+        bool views = false;
+        for (const v1::TensorSignature& in : target.inputs()) views = views || !IsContiguous(in);
+        EXPECT_EQ(plan->requirements().contiguous,
+                  samples[s].family != "layout" && !(samples[s].family == "elementwise" && views));
         for (const auto* t : {&target, &held_out[s].target}) {
           std::vector<v1::TensorSignature> ins(t->inputs().begin(), t->inputs().end());
           std::vector<v1::TensorSignature> outs(t->outputs().begin(), t->outputs().end());

@@ -73,7 +73,11 @@ struct ElementwiseProblem {
   KfTensor in_tensor[2] = {};  // captured sizes and strides, baked into the kernel's fast path
   KfTensor out_tensor = {};
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
+  // Elements each input holds (its dims of stride 0, an expand's, hold one): what it moves.
   double in_numel[2] = {0, 0};
+  // Every input contiguous; else the plan does not require it (the kernel reads any strides
+  // through its groups, the output is always dense).
+  bool dense_inputs = true;
   // Elements per output row when every broadcast input spans exactly one row of the output
   // (kf_reuse_rows's form), else 0.
   int64_t reuse_inner = 0;
@@ -795,6 +799,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                  std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
+    plan.contiguous = p_.dense_inputs;
     if (HasCapturedPath()) {  // for the captured call with pointers aligned for its vectors
       plan.launches.back().captured_entry = "kf_elementwise_captured";
       plan.captured = CapturedCall{p_.shape_key, std::max(plan.alignment_bytes, 1)};
@@ -1179,8 +1184,10 @@ class ElementwiseFamily : public Family {
       const bool mask = p.chain.empty() ? (p.op == UnaryOp::kMaskedFill && i == 1) ||
                                               (p.op == UnaryOp::kWhere && i == 0)
                                         : in.dtype() == v1::BOOL;
-      KF_RETURN_IF_ERROR(p.device_scalar[i] || mask ? RequireDense(in, names[i])
-                                                    : RequireDenseFloat(in, names[i]));
+      // Any strides: a slice, a transposed or an expanded view is read through its groups.
+      KF_RETURN_IF_ERROR(p.device_scalar[i] || mask ? RequireCuda(in, names[i])
+                                                    : RequireFloat(in, names[i]));
+      p.dense_inputs = p.dense_inputs && IsContiguous(in);
       if (in.sizes_size() > out.sizes_size()) {
         return absl::InvalidArgumentError(absl::StrCat(names[i], " has more dims than the output"));
       }
@@ -1193,7 +1200,10 @@ class ElementwiseFamily : public Family {
       }
       p.in_dtype[i] = in.dtype();
       p.in_tensor[i] = SignatureTensor(in);
-      p.in_numel[i] = static_cast<double>(Numel(in));
+      p.in_numel[i] = 1;
+      for (int d = 0; d < in.sizes_size(); ++d) {
+        if (d >= in.strides_size() || in.strides(d) != 0) p.in_numel[i] *= double(in.sizes(d));
+      }
     }
     for (int i = 0; i < p.num_inputs; ++i) {
       kf_groups<kf_i64>(p.in_tensor[i], p.out_tensor, p.in_groups[i]);

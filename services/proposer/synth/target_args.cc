@@ -211,12 +211,17 @@ std::string CudaType(v1::DType dtype) {
 }
 
 
-absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what) {
+absl::Status RequireFloat(const v1::TensorSignature& sig, std::string_view what) {
   if (!IsFloatType(sig.dtype())) {
     return absl::UnimplementedError(absl::StrCat(
         std::string(what), " has dtype ", DTypeName(sig.dtype()),
         "; the synthesizer covers float32, float16 and bfloat16"));
   }
+  return RequireCuda(sig, what);
+}
+
+absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what) {
+  KF_RETURN_IF_ERROR(RequireFloat(sig, what));
   return RequireDense(sig, what);
 }
 

@@ -76,6 +76,8 @@ std::string CudaType(v1::DType dtype);
 absl::Status RequireCuda(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous CUDA tensor; `what` names it.
 absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what);
+// Refusal unless `sig` is a float/half/bfloat16 CUDA tensor, of any strides; `what` names it.
+absl::Status RequireFloat(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
 // The captured sizes and strides of `sig` as the kernel ABI's tensor (no data), for the host
