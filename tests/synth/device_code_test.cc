@@ -179,6 +179,62 @@ TEST(BroadcastGroups, AViewReadAlongItsOwnShapeMatchesThePerDimWalk) {
   }
 }
 
+// An output dense in some order (a transposed q times a table of positions, as rotary
+// embeddings compute) is walked in its memory order (kf_in_memory_order): the output becomes
+// contiguous, and element e of the walk, the e-th of the output's memory, reads each input
+// where the per-dim walk of the original dims says. A contiguous output keeps its dims.
+TEST(ElementwisePath, APermutedOutputIsWalkedInItsMemoryOrder) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int dims = 1 + static_cast<int>(rng() % 5);
+    std::vector<long long> sizes(dims);
+    for (long long& n : sizes) n = 1 + static_cast<long long>(rng() % 4);
+    // The output dense in a random order; an input of its shape in another random order, or
+    // broadcast over some dims; a second input contiguous over trailing dims (a table).
+    auto dense_in_order = [&](const std::vector<long long>& shape) {
+      std::vector<int> order(shape.size());
+      for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int>(d);
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<long long> strides(shape.size());
+      long long s = 1;
+      for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+        strides[order[k]] = s;
+        s *= shape[order[k]];
+      }
+      return strides;
+    };
+    const KfTensor out = Tensor(sizes, dense_in_order(sizes));
+    std::vector<long long> in_sizes = sizes;
+    for (long long& n : in_sizes) n = rng() % 3 == 0 ? 1 : n;
+    const KfTensor in0 = Tensor(in_sizes, dense_in_order(in_sizes));
+    const int table_dims = 1 + static_cast<int>(rng() % dims);
+    const std::vector<long long> table_sizes(sizes.end() - table_dims, sizes.end());
+    const KfTensor in1 = Tensor(table_sizes, ContiguousStrides(table_sizes));
+    const KfCallTensors t = kf_in_memory_order(in0, in1, out);
+    ASSERT_TRUE(kf_flat(t.out, t.out)) << "trial " << trial;
+    if (kf_flat(out, out)) {
+      EXPECT_EQ(t.in0.ndim, in0.ndim);
+      EXPECT_TRUE(std::equal(t.in0.strides, t.in0.strides + in0.ndim, in0.strides));
+    }
+    const KfGroups<kf_i64> g0 = Groups<kf_i64>(t.in0, t.out);
+    const KfGroups<kf_i64> g1 = Groups<kf_i64>(t.in1, t.out);
+    // Every element by its row-major coordinates in the original dims.
+    for (long long e = 0; e < out.numel; ++e) {
+      long long rest = e, at = 0, ref0 = 0, ref1 = 0;
+      for (int d = dims - 1; d >= 0; --d) {
+        const long long coord = rest % sizes[d];
+        rest /= sizes[d];
+        at += coord * out.strides[d];
+        if (in_sizes[d] != 1) ref0 += coord * in0.strides[d];
+        const int td = d - (dims - table_dims);
+        if (td >= 0 && table_sizes[td] != 1) ref1 += coord * in1.strides[td];
+      }
+      ASSERT_EQ(kf_group_offset<kf_i64>(g0, at), ref0) << "trial " << trial << " element " << e;
+      ASSERT_EQ(kf_group_offset<kf_i64>(g1, at), ref1) << "trial " << trial << " element " << e;
+    }
+  }
+}
+
 TEST(RowSpan, MasksAndBiasesSpanOneOutputRow) {
   const std::vector<long long> scores = {2, 8, 16, 16};
   const KfTensor out = Tensor(scores, ContiguousStrides(scores));

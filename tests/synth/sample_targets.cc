@@ -555,6 +555,12 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Tensor("other", Dense({x[2], x[3]}, t)).Output(Dense(x, t)));
     add("neg_sliced", "elementwise",
         TargetBuilder("aten::neg", "").Tensor("self", Strided(x, sliced, t)).Output(Dense(x, t)));
+    // q [B,H,S,D] viewed from [B,S,H,D] times cos: eager lays the product out as q.
+    const S transposed = {x[2] * x[1] * x[3], x[3], x[1] * x[3], 1};
+    add("mul_transposed", "elementwise",
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Strided(x, transposed, t))
+            .Tensor("other", Dense({1, 1, x[2], x[3]}, t))
+            .Output(Strided(x, transposed, t)));
     S y = pick({64, 1024}, {9, 33});
     add("add_expanded", "elementwise",
         TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(y, t))

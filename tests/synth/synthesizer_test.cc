@@ -842,7 +842,8 @@ TEST(SynthesizerTest, ActivationsWithNumbersComputeAsAten) {
 // family does not write.
 TEST(SynthesizerTest, ElementwiseInputsMayBeViews) {
   const auto samples = SampleTargets(v1::BFLOAT16);
-  for (const char* name : {"mul_sliced", "neg_sliced", "add_expanded", "add_alpha"}) {
+  for (const char* name : {"mul_sliced", "neg_sliced", "add_expanded", "mul_transposed",
+                           "add_alpha"}) {
     auto generator = Bind(Sample(samples, name).target);
     ASSERT_NE(generator, nullptr) << name;
     auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 1)[0]);
@@ -855,9 +856,13 @@ TEST(SynthesizerTest, ElementwiseInputsMayBeViews) {
   auto expanded = Bind(Sample(samples, "add_expanded").target);
   ASSERT_NE(expanded, nullptr);
   EXPECT_DOUBLE_EQ(expanded->MinBytes(), (2.0 * 64 * 1024 + 1024) * 2);
-  v1::Target permuted = Sample(samples, "neg_sliced").target;
-  *permuted.mutable_outputs(0) = permuted.inputs(0);
-  EXPECT_THAT(Refusal(permuted), HasSubstr("output is not contiguous"));
+  // An output dense in another order (eager's layout of a transposed input's result) is
+  // written in its memory order; one with gaps is refused.
+  auto rotary = Bind(Sample(samples, "mul_transposed").target);
+  ASSERT_NE(rotary, nullptr);
+  v1::Target gaps = Sample(samples, "neg_sliced").target;
+  *gaps.mutable_outputs(0) = gaps.inputs(0);
+  EXPECT_THAT(Refusal(gaps), HasSubstr("the output is not dense"));
 }
 
 // Layout copies: any input strides (the plan does not require contiguous tensors), the

@@ -75,9 +75,9 @@ struct ElementwiseProblem {
   KfGroups<kf_i64> in_groups[2] = {};  // each input's groups along the captured output
   // Elements each input holds (its dims of stride 0, an expand's, hold one): what it moves.
   double in_numel[2] = {0, 0};
-  // Every input contiguous; else the plan does not require it (the kernel reads any strides
-  // through its groups, the output is always dense).
-  bool dense_inputs = true;
+  // Every input and the output contiguous; else the plan does not require it (the kernel reads
+  // any strides through its groups and writes a dense output in its memory order).
+  bool all_contiguous = true;
   // Elements per output row when every broadcast input spans exactly one row of the output
   // (kf_reuse_rows's form), else 0.
   int64_t reuse_inner = 0;
@@ -167,9 +167,11 @@ __device__ __forceinline__ kf_i64 kf_numel(const KfArgs& args) { return args.out
 template <typename I>
 __device__ __forceinline__ void kf_block_groups(const KfArgs& args, KfGroups<I>* groups) {
   if (threadIdx.x == 0) {
-    kf_groups<I>(args.inputs[0], args.outputs[0], groups[0]);
+    const KfCallTensors t =
+        kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
+    kf_groups<I>(t.in0, t.out, groups[0]);
 #if KF_NIN == 2
-    kf_groups<I>(args.inputs[1], args.outputs[0], groups[1]);
+    kf_groups<I>(t.in1, t.out, groups[1]);
 #endif
   }
   __syncthreads();
@@ -317,8 +319,9 @@ __device__ __forceinline__ KfSetup kf_setup(const KfArgs& args) {
   const bool aligned = kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO)) &&
                        kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
                        kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
-  return kf_decide(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0], KF_NIN, KF_VEC,
-                   KF_REUSE, aligned);
+  const KfCallTensors t =
+      kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
+  return kf_decide(t.in0, t.in1, t.out, KF_NIN, KF_VEC, KF_REUSE, aligned);
 }
 
 template <typename I, bool CAPTURED, typename A>
@@ -799,7 +802,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
                  std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c))));
     plan.launches.push_back({"kf_elementwise", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     plan.alignment_bytes = vec > 1 ? vec * MaxElementSize() : 0;
-    plan.contiguous = p_.dense_inputs;
+    plan.contiguous = p_.all_contiguous;
     if (HasCapturedPath()) {  // for the captured call with pointers aligned for its vectors
       plan.launches.back().captured_entry = "kf_elementwise_captured";
       plan.captured = CapturedCall{p_.shape_key, std::max(plan.alignment_bytes, 1)};
@@ -1171,10 +1174,19 @@ class ElementwiseFamily : public Family {
   static absl::StatusOr<std::unique_ptr<KernelGenerator>> MakeGenerator(
       const v1::Target& target, ElementwiseProblem& p, const GpuModel& gpu) {
     const v1::TensorSignature& out = target.outputs(0);
-    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
+    KF_RETURN_IF_ERROR(RequireFloat(out, "output"));
     p.out_dtype = out.dtype();
     p.numel = Numel(out);
     p.out_tensor = SignatureTensor(out);
+    // Dense in some order: contiguous, or a permutation of it (eager's layout of a transposed
+    // input's result), which the kernel writes in its memory order (kf_in_memory_order).
+    const KfTensor out_in_order = kf_in_memory_order(p.out_tensor, p.out_tensor, p.out_tensor).out;
+    if (!kf_flat(out_in_order, out_in_order)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "the output is not dense (sizes [", absl::StrJoin(out.sizes(), ","), "], strides [",
+          absl::StrJoin(out.strides(), ","), "]); the family writes dense outputs"));
+    }
+    p.all_contiguous = IsContiguous(out);
     p.shape_key = CapturedShapeKey(target);
     const OperandNames names(p);
     for (int i = 0; i < p.num_inputs; ++i) {
@@ -1187,7 +1199,7 @@ class ElementwiseFamily : public Family {
       // Any strides: a slice, a transposed or an expanded view is read through its groups.
       KF_RETURN_IF_ERROR(p.device_scalar[i] || mask ? RequireCuda(in, names[i])
                                                     : RequireFloat(in, names[i]));
-      p.dense_inputs = p.dense_inputs && IsContiguous(in);
+      p.all_contiguous = p.all_contiguous && IsContiguous(in);
       if (in.sizes_size() > out.sizes_size()) {
         return absl::InvalidArgumentError(absl::StrCat(names[i], " has more dims than the output"));
       }
@@ -1205,6 +1217,12 @@ class ElementwiseFamily : public Family {
         if (d >= in.strides_size() || in.strides(d) != 0) p.in_numel[i] *= double(in.sizes(d));
       }
     }
+    // The kernel walks the output's memory: every tensor's dims in its order, as on the device.
+    const KfCallTensors in_order =
+        kf_in_memory_order(p.in_tensor[0], p.in_tensor[p.num_inputs - 1], p.out_tensor);
+    p.in_tensor[0] = in_order.in0;
+    p.in_tensor[p.num_inputs - 1] = in_order.in1;
+    p.out_tensor = in_order.out;
     for (int i = 0; i < p.num_inputs; ++i) {
       kf_groups<kf_i64>(p.in_tensor[i], p.out_tensor, p.in_groups[i]);
     }

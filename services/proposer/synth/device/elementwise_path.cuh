@@ -28,6 +28,50 @@ KF_HD bool kf_flat(const KfTensor& t, const KfTensor& out) {
   return true;
 }
 
+// The call's tensors in the output's memory order, where the output is not contiguous: every
+// tensor's dims (an input's aligned to the output's, missing leading dims of size 1) permuted
+// so that the output's strides fall, its dims of size 1 first. An output dense in some order,
+// as eager lays out the result of a transposed input (a rotary embedding's q * cos), is then
+// contiguous, and the kernel's walk over element indices is the output's memory. A contiguous
+// output keeps every tensor as it is.
+struct KfCallTensors {
+  KfTensor in0, in1, out;
+};
+
+// `t` with dim i of the result dim perm[i] of `t` aligned to `ndim` dims.
+KF_HD KfTensor kf_permuted(const KfTensor& t, int ndim, const int (&perm)[KF_MAX_DIMS]) {
+  KfTensor r = t;
+  const int shift = ndim - t.ndim;
+  for (int i = 0; i < KF_MAX_DIMS; ++i) {
+    const int d = i < ndim ? perm[i] - shift : -1;
+    r.sizes[i] = d >= 0 ? t.sizes[d] : 1;
+    r.strides[i] = d >= 0 ? t.strides[d] : 0;
+  }
+  r.ndim = ndim;
+  return r;
+}
+
+KF_HD KfCallTensors kf_in_memory_order(const KfTensor& in0, const KfTensor& in1,
+                                       const KfTensor& out) {
+  if (kf_flat(out, out)) return {in0, in1, out};
+  int perm[KF_MAX_DIMS];
+  for (int i = 0; i < KF_MAX_DIMS; ++i) perm[i] = i;
+  // Stable insertion sort, outermost first: size-1 dims, then strides falling.
+  auto outer = [&](int a, int b) {
+    if (out.sizes[b] == 1) return false;
+    return out.sizes[a] == 1 || out.strides[a] > out.strides[b];
+  };
+  for (int i = 1; i < out.ndim; ++i) {
+    for (int j = i; j > 0 && outer(perm[j], perm[j - 1]); --j) {
+      const int swap = perm[j];
+      perm[j] = perm[j - 1];
+      perm[j - 1] = swap;
+    }
+  }
+  return {kf_permuted(in0, out.ndim, perm), kf_permuted(in1, out.ndim, perm),
+          kf_permuted(out, out.ndim, perm)};
+}
+
 KF_HD int kf_mode(const KfTensor& t, const KfTensor& out, int v) {
   if (kf_flat(t, out)) return KF_FLAT;
   const kf_i64 out_last = out.ndim > 0 ? out.sizes[out.ndim - 1] : 1;
