@@ -51,6 +51,13 @@ long long ReferenceOffset(const KfTensor& t, const KfTensor& out, long long e) {
   return offset;
 }
 
+// 1 to 5 dims of 1 to 4 elements.
+std::vector<long long> RandomSizes(std::mt19937& rng) {
+  std::vector<long long> sizes(1 + rng() % 5);
+  for (long long& n : sizes) n = 1 + static_cast<long long>(rng() % 4);
+  return sizes;
+}
+
 template <typename I>
 KfGroups<I> Groups(const KfTensor& t, const KfTensor& out) {
   KfGroups<I> g;
@@ -131,9 +138,8 @@ TEST(FastDivide, ExactFor31BitNumerators) {
 TEST(BroadcastGroups, RandomPatternsAndLayoutsMatchThePerDimWalk) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 400; ++trial) {
-    const int out_dims = 1 + static_cast<int>(rng() % 5);
-    std::vector<long long> out_sizes(out_dims);
-    for (long long& s : out_sizes) s = 1 + static_cast<long long>(rng() % 4);
+    const std::vector<long long> out_sizes = RandomSizes(rng);
+    const int out_dims = static_cast<int>(out_sizes.size());
     const int in_dims = 1 + static_cast<int>(rng() % out_dims);
     std::vector<long long> in_sizes(in_dims);
     for (int d = 0; d < in_dims; ++d) {
@@ -162,9 +168,9 @@ TEST(BroadcastGroups, RandomPatternsAndLayoutsMatchThePerDimWalk) {
 TEST(BroadcastGroups, AViewReadAlongItsOwnShapeMatchesThePerDimWalk) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 400; ++trial) {
-    const int dims = 1 + static_cast<int>(rng() % 5);
-    std::vector<long long> sizes(dims), strides(dims);
-    for (long long& n : sizes) n = 1 + static_cast<long long>(rng() % 4);
+    const std::vector<long long> sizes = RandomSizes(rng);
+    const int dims = static_cast<int>(sizes.size());
+    std::vector<long long> strides(dims);
     std::vector<int> order(dims);
     for (int d = 0; d < dims; ++d) order[d] = d;
     std::shuffle(order.begin(), order.end(), rng);
@@ -186,9 +192,8 @@ TEST(BroadcastGroups, AViewReadAlongItsOwnShapeMatchesThePerDimWalk) {
 TEST(ElementwisePath, APermutedOutputIsWalkedInItsMemoryOrder) {
   std::mt19937 rng(13);
   for (int trial = 0; trial < 400; ++trial) {
-    const int dims = 1 + static_cast<int>(rng() % 5);
-    std::vector<long long> sizes(dims);
-    for (long long& n : sizes) n = 1 + static_cast<long long>(rng() % 4);
+    const std::vector<long long> sizes = RandomSizes(rng);
+    const int dims = static_cast<int>(sizes.size());
     // The output dense in a random order; an input of its shape in another random order, or
     // broadcast over some dims; a second input contiguous over trailing dims (a table).
     auto dense_in_order = [&](const std::vector<long long>& shape) {

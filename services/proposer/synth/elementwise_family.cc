@@ -817,8 +817,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
   ParamSpace space_;
 };
 
-// aten::to.dtype(self, dtype, non_blocking, copy, memory_format) converting a contiguous CUDA
-// tensor between float types. With the dtype changed aten::to always returns a new tensor, as
+// aten::to.dtype(self, dtype, non_blocking, copy, memory_format) converting a CUDA tensor (a
+// view too, read through its strides) between float types. With the dtype changed aten::to always returns a new tensor, as
 // the kernel writes one, whatever `copy` says; non_blocking changes nothing on one device.
 absl::Status CheckDtypeConversion(const TargetArgs& args) {
   const std::string& op = args.node().op();
@@ -845,7 +845,7 @@ absl::Status CheckDtypeConversion(const TargetArgs& args) {
   }
   KF_ASSIGN_OR_RETURN(int self, args.RequiredInput("self", 0));
   const v1::TensorSignature& in = args.input(self);
-  KF_RETURN_IF_ERROR(RequireDenseFloat(in, "self"));
+  KF_RETURN_IF_ERROR(RequireFloat(in, "self"));
   if (in.dtype() == dtype) {
     const bool copy = !args.IsNone("copy", 3) && args.Bool("copy", 3).value_or(false);
     return absl::UnimplementedError(absl::StrCat(
