@@ -167,11 +167,14 @@ __device__ __forceinline__ kf_i64 kf_numel(const KfArgs& args) { return args.out
 template <typename I>
 __device__ __forceinline__ void kf_block_groups(const KfArgs& args, KfGroups<I>* groups) {
   if (threadIdx.x == 0) {
-    const KfCallTensors t =
-        kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
-    kf_groups<I>(t.in0, t.out, groups[0]);
+    // A contiguous output's tensors as they are, without copies (kf_in_memory_order).
+    const bool contiguous = kf_flat(args.outputs[0], args.outputs[0]);
+    const KfCallTensors t = contiguous ? KfCallTensors{} : kf_in_memory_order(
+        args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
+    const KfTensor& out = contiguous ? args.outputs[0] : t.out;
+    kf_groups<I>(contiguous ? args.inputs[0] : t.in0, out, groups[0]);
 #if KF_NIN == 2
-    kf_groups<I>(t.in1, t.out, groups[1]);
+    kf_groups<I>(contiguous ? args.inputs[1] : t.in1, out, groups[1]);
 #endif
   }
   __syncthreads();
@@ -319,6 +322,10 @@ __device__ __forceinline__ KfSetup kf_setup(const KfArgs& args) {
   const bool aligned = kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO)) &&
                        kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
                        kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
+  if (kf_flat(args.outputs[0], args.outputs[0])) {  // as it is, without copies
+    return kf_decide(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0], KF_NIN, KF_VEC,
+                     KF_REUSE, aligned);
+  }
   const KfCallTensors t =
       kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
   return kf_decide(t.in0, t.in1, t.out, KF_NIN, KF_VEC, KF_REUSE, aligned);
@@ -818,8 +825,9 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 };
 
 // aten::to.dtype(self, dtype, non_blocking, copy, memory_format) converting a CUDA tensor (a
-// view too, read through its strides) between float types. With the dtype changed aten::to always returns a new tensor, as
-// the kernel writes one, whatever `copy` says; non_blocking changes nothing on one device.
+// view too, read through its strides) between float types. With the dtype changed aten::to
+// always returns a new tensor, as the kernel writes one, whatever `copy` says; non_blocking
+// changes nothing on one device.
 absl::Status CheckDtypeConversion(const TargetArgs& args) {
   const std::string& op = args.node().op();
   const std::string& overload = args.node().overload();
@@ -1180,8 +1188,8 @@ class ElementwiseFamily : public Family {
     p.out_tensor = SignatureTensor(out);
     // Dense in some order: contiguous, or a permutation of it (eager's layout of a transposed
     // input's result), which the kernel writes in its memory order (kf_in_memory_order).
-    const KfTensor out_in_order = kf_in_memory_order(p.out_tensor, p.out_tensor, p.out_tensor).out;
-    if (!kf_flat(out_in_order, out_in_order)) {
+    const KfTensor in_order = kf_in_memory_order(p.out_tensor, p.out_tensor, p.out_tensor).out;
+    if (!kf_flat(in_order, in_order)) {
       return absl::UnimplementedError(absl::StrCat(
           "the output is not dense (sizes [", absl::StrJoin(out.sizes(), ","), "], strides [",
           absl::StrJoin(out.strides(), ","), "]); the family writes dense outputs"));
