@@ -1188,8 +1188,8 @@ class ElementwiseFamily : public Family {
     p.out_tensor = SignatureTensor(out);
     // Dense in some order: contiguous, or a permutation of it (eager's layout of a transposed
     // input's result), which the kernel writes in its memory order (kf_in_memory_order).
-    const KfTensor in_order = kf_in_memory_order(p.out_tensor, p.out_tensor, p.out_tensor).out;
-    if (!kf_flat(in_order, in_order)) {
+    const KfTensor ordered = kf_in_memory_order(p.out_tensor, p.out_tensor, p.out_tensor).out;
+    if (!kf_flat(ordered, ordered)) {
       return absl::UnimplementedError(absl::StrCat(
           "the output is not dense (sizes [", absl::StrJoin(out.sizes(), ","), "], strides [",
           absl::StrJoin(out.strides(), ","), "]); the family writes dense outputs"));
