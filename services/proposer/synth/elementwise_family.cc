@@ -167,15 +167,20 @@ __device__ __forceinline__ kf_i64 kf_numel(const KfArgs& args) { return args.out
 template <typename I>
 __device__ __forceinline__ void kf_block_groups(const KfArgs& args, KfGroups<I>* groups) {
   if (threadIdx.x == 0) {
-    // A contiguous output's tensors as they are, without copies (kf_in_memory_order).
-    const bool contiguous = kf_flat(args.outputs[0], args.outputs[0]);
-    const KfCallTensors t = contiguous ? KfCallTensors{} : kf_in_memory_order(
-        args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
-    const KfTensor& out = contiguous ? args.outputs[0] : t.out;
-    kf_groups<I>(contiguous ? args.inputs[0] : t.in0, out, groups[0]);
+    auto build = [&](const KfTensor& in0, const KfTensor& in1, const KfTensor& out) {
+      kf_groups<I>(in0, out, groups[0]);
 #if KF_NIN == 2
-    kf_groups<I>(contiguous ? args.inputs[1] : t.in1, out, groups[1]);
+      kf_groups<I>(in1, out, groups[1]);
 #endif
+    };
+    // A contiguous output's tensors as they are, without copies (kf_in_memory_order).
+    if (kf_flat(args.outputs[0], args.outputs[0])) {
+      build(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
+    } else {
+      const KfCallTensors t =
+          kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
+      build(t.in0, t.in1, t.out);
+    }
   }
   __syncthreads();
 }
