@@ -291,6 +291,20 @@ TEST(ElementwisePath, FollowsTheInputsFormsAndAlignment) {
   EXPECT_EQ(s.mode1, KF_FLAT);
 }
 
+TEST(ElementwisePath, AViewWhoseOffsetsPass2To31TakesWideIndices) {
+  // x[:, :128] of a [20000, 131072] tensor: 2.56M elements, its last row at offset 2.6e9.
+  const KfTensor slice = Tensor({20000, 128}, {131072, 1});
+  const KfTensor out = Tensor({20000, 128}, ContiguousStrides({20000, 128}));
+  EXPECT_TRUE(kf_fits_index32(out));
+  EXPECT_FALSE(kf_fits_index32(slice));
+  EXPECT_EQ(kf_decide(slice, slice, out, 1, 4, 1, true).small, 0);
+  EXPECT_EQ(kf_decide(out, slice, out, 2, 4, 1, true).small, 0);
+  // The same slice of a [20000, 1024] tensor fits; an expanded dim (stride 0) adds nothing.
+  EXPECT_EQ(kf_decide(Tensor({20000, 128}, {1024, 1}), out, out, 2, 4, 1, true).small, 1);
+  EXPECT_FALSE(kf_fits_index32(Tensor({1 << 20, 4096}, {0, 1})));  // 2^32 elements
+  EXPECT_TRUE(kf_fits_index32(Tensor({1 << 16, 4096}, {0, 1})));
+}
+
 // The ordered split's schedule for every row block count, split and lag up to a dozen: each
 // chunk read once and written once; a row block's writes only after all its reads (a block
 // waits only for smaller tickets: no deadlock); and its first write right after the reads of

@@ -866,6 +866,15 @@ TEST(SynthesizerTest, ElementwiseInputsMayBeViews) {
   v1::Target gaps = Sample(samples, "neg_sliced").target;
   *gaps.mutable_outputs(0) = gaps.inputs(0);
   EXPECT_THAT(Refusal(gaps), HasSubstr("the output is not dense"));
+  // Tensors that carry no strides are contiguous (the launch plan's convention).
+  v1::Target unstrided = Sample(samples, "add_alpha").target;
+  unstrided.mutable_outputs(0)->clear_strides();
+  for (auto& in : *unstrided.mutable_inputs()) in.clear_strides();
+  auto generator = Bind(unstrided);
+  ASSERT_NE(generator, nullptr);
+  auto kernel = generator->Generate(testing::ValidSample(*generator, 1, 1)[0]);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"contiguous\": true"));
 }
 
 // Layout copies: any input strides (the plan does not require contiguous tensors), the

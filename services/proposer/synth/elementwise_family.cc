@@ -615,7 +615,10 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
   }
 
   // Whether the kernel has kf_elementwise_captured: not for a call of 64-bit indices.
-  bool HasCapturedPath() const { return p_.numel < 0x7fffffffll; }
+  bool HasCapturedPath() const {
+    return kf_fits_index32(p_.out_tensor) && kf_fits_index32(p_.in_tensor[0]) &&
+           kf_fits_index32(p_.in_tensor[p_.num_inputs - 1]);
+  }
 
   // A one-shot grid of the captured call's vector path whose blocks tile it exactly.
   bool CapturedExact(const Config& c, const KfSetup& path) const {

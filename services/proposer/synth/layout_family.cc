@@ -111,12 +111,8 @@ __device__ __forceinline__ void kf_layout_copy_body(const KfArgs& args) {
 }
 
 extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_layout_copy(KfArgs args) {
-  const KfTensor& x = args.inputs[0];
-  // 32-bit indices while every element and offset fits: the input's largest offset too (no
-  // stride is negative: the family refuses those).
-  kf_i64 span = 1;
-  for (int d = 0; d < x.ndim; ++d) span += (x.sizes[d] - 1) * x.strides[d];
-  if (args.outputs[0].numel < 0x7fffffffll && span < 0x7fffffffll) {
+  // 32-bit indices while every element and offset fits (the family refuses negative strides).
+  if (kf_fits_index32(args.outputs[0]) && kf_fits_index32(args.inputs[0])) {
     kf_layout_copy_body<int>(args);
   } else {
     kf_layout_copy_body<kf_i64>(args);

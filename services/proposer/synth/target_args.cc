@@ -247,9 +247,10 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   KfTensor t{};
   t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
   t.numel = 1;
-  for (int d = 0; d < t.ndim; ++d) {
+  // A signature without strides is contiguous (as IsContiguous reads it).
+  for (int d = t.ndim - 1; d >= 0; --d) {
     t.sizes[d] = sig.sizes(d);
-    t.strides[d] = d < sig.strides_size() ? sig.strides(d) : 0;
+    t.strides[d] = sig.strides_size() == 0 ? t.numel : d < sig.strides_size() ? sig.strides(d) : 0;
     t.numel *= t.sizes[d];
   }
   return t;

@@ -15,6 +15,15 @@ struct KfGroups {
   KfDivisor divisor[KF_MAX_DIMS];  // size[k] as a multiply-shift, for 32-bit indices
 };
 
+// Whether 32-bit indices reach every element of `t` and every offset it reads: a view's
+// largest offset (no stride is negative) can pass 2^31 where its element count does not, as
+// a slice [:, :128] of a [20000, 131072] tensor does.
+KF_HD bool kf_fits_index32(const KfTensor& t) {
+  kf_i64 span = 1;
+  for (int d = 0; d < t.ndim; ++d) span += (t.sizes[d] - 1) * t.strides[d];
+  return t.numel < 0x7fffffffll && span < 0x7fffffffll;
+}
+
 template <typename I>
 KF_HD void kf_set_group(KfGroups<I>& g, int k, I size, I stride) {
   g.size[k] = size;

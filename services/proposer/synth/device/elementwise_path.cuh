@@ -99,7 +99,7 @@ struct KfSetup {
 KF_HD KfSetup kf_decide(const KfTensor& in0, const KfTensor& in1, const KfTensor& out, int nin,
                         int vec, int reuse, bool aligned) {
   KfSetup s = {};
-  s.small = out.numel < 0x7fffffffll && in0.numel < 0x7fffffffll && in1.numel < 0x7fffffffll;
+  s.small = kf_fits_index32(out) && kf_fits_index32(in0) && kf_fits_index32(in1);
   const bool flat0 = kf_flat(in0, out), flat1 = kf_flat(in1, out);
   s.mode0 = kf_mode(in0, out, vec);
   s.mode1 = nin == 2 ? kf_mode(in1, out, vec) : KF_FLAT;
