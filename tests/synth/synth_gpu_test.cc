@@ -7,10 +7,13 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
+#include <atomic>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/local_store.h"
 #include "common/tensor_io.h"
 #include "common/tensor_signature.h"
 #include "gtest/gtest.h"
@@ -19,6 +22,7 @@
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator.h"
 #include "services/worker/evaluator_pipeline.h"
+#include "tests/support/temp_dir.h"
 #include "tests/synth/sample_targets.h"
 
 namespace kforge::synth {
@@ -96,7 +100,13 @@ std::string Describe(const v1::EvaluationResult& r) {
 class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1::DType>> {
  protected:
   static void SetUpTestSuite() {
-    auto compiler = Compiler::Create({}, nullptr);
+    // A compile cache, so that ExpectPass compiles a sample's kernels on every core at once
+    // and the evaluations, one at a time on the GPU, find them compiled.
+    static TempDir cache_dir;
+    auto cache = LocalStore::Create(cache_dir.str());
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    cache_ = cache->release();
+    auto compiler = Compiler::Create({}, cache_);
     ASSERT_TRUE(compiler.ok()) << compiler.status();
     compiler_ = compiler->release();
     auto evaluator = Evaluator::Create(EvaluatorOptions{});  // kforge-evaluator beside us
@@ -106,38 +116,67 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
     at::manual_seed(4321);
   }
 
-  // Full validation of each kernel; returns how many were evaluated.
-  static int ExpectPass(const std::string& name, const v1::Target& target,
-                        const std::string& inputs,
-                        const std::vector<std::pair<std::string, GeneratedKernel>>& kernels) {
-    for (const auto& [label, kernel] : kernels) {
-      v1::EvaluateRequest evaluate;
-      *evaluate.mutable_target() = target;
-      evaluate.mutable_candidate()->set_source(kernel.source);
-      evaluate.mutable_candidate()->set_launch_plan_json(kernel.launch_plan_json);
-      evaluate.mutable_options()->set_arch("sm_90");
-      *evaluate.mutable_policy() = DefaultValidationPolicy();
-      v1::EvaluationResult result = pipeline_->Evaluate(evaluate, inputs);
-      EXPECT_EQ(result.verdict(), v1::PASS)
-          << name << " " << v1::DType_Name(target.inputs(0).dtype()) << " " << label << ": "
-          << Describe(result);
+  // Kernels of one sample target, with the inputs they are validated on.
+  struct SampleRun {
+    std::string name;
+    v1::Target target;
+    std::string inputs;
+    std::vector<std::pair<std::string, GeneratedKernel>> kernels;
+  };
+
+  // Full validation of every run's kernels; returns how many were evaluated. They compile on
+  // up to 8 cores at once into the compiler's cache first, then evaluate one at a time on the
+  // GPU, which finds them compiled.
+  static int ExpectPass(const std::vector<SampleRun>& runs) {
+    struct Job {
+      const SampleRun* run;
+      const std::string* label;
+      v1::EvaluateRequest request;
+    };
+    std::vector<Job> jobs;
+    for (const SampleRun& run : runs) {
+      for (const auto& [label, kernel] : run.kernels) {
+        Job& job = jobs.emplace_back(Job{&run, &label, {}});
+        *job.request.mutable_target() = run.target;
+        job.request.mutable_candidate()->set_source(kernel.source);
+        job.request.mutable_candidate()->set_launch_plan_json(kernel.launch_plan_json);
+        job.request.mutable_options()->set_arch("sm_90");
+        *job.request.mutable_policy() = DefaultValidationPolicy();
+      }
     }
-    return static_cast<int>(kernels.size());
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < std::min<size_t>(8, jobs.size()); ++w) {
+      threads.emplace_back([&] {
+        for (size_t i = next++; i < jobs.size(); i = next++) {
+          compiler_->Compile(jobs[i].request.candidate(), jobs[i].request.options());
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const Job& job : jobs) {
+      v1::EvaluationResult result = pipeline_->Evaluate(job.request, job.run->inputs);
+      EXPECT_EQ(result.verdict(), v1::PASS)
+          << job.run->name << " " << v1::DType_Name(job.run->target.inputs(0).dtype()) << " "
+          << *job.label << ": " << Describe(result);
+    }
+    return static_cast<int>(jobs.size());
   }
 
   // Two configs with `param` = `value` (any but "1" when value is empty) of every sample target
   // whose space has the param, fp32 and bf16, through full validation on the captured and the
   // held-out shape; returns how many were evaluated.
   static int ExpectConfigsWithParamPass(const std::string& param, const std::string& value) {
-    int evaluated = 0;
+    std::vector<SampleRun> runs;
+    int sampled = 0;
     for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
       for (auto& sample : testing::SampleTargets(dtype)) {
         v1::Target target = sample.target;
         target.set_shape_generic(true);
         auto generator = testing::BindForTest(target);
-        if (generator == nullptr) return evaluated;
+        if (generator == nullptr) return ExpectPass(runs);
         std::vector<std::pair<std::string, GeneratedKernel>> kernels;
-        for (const Config& config : testing::ValidSample(*generator, 400, 77 + evaluated)) {
+        for (const Config& config : testing::ValidSample(*generator, 400, 77 + sampled)) {
           const std::string v = config.Get(param);
           const bool wanted = value.empty() ? v != "1" : v == value;
           if (v.empty() || !wanted || kernels.size() == 2) continue;
@@ -146,17 +185,21 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
           if (kernel.ok()) kernels.emplace_back(config.ToString(), *kernel);
         }
         if (kernels.empty()) continue;  // not a target with the param
-        evaluated += ExpectPass(sample.name, target, CapturedInputs(target), kernels);
+        sampled += static_cast<int>(kernels.size());
+        std::string inputs = CapturedInputs(target);
+        runs.push_back({sample.name, std::move(target), std::move(inputs), std::move(kernels)});
       }
     }
-    return evaluated;
+    return ExpectPass(runs);
   }
 
+  static Store* cache_;
   static Compiler* compiler_;
   static Evaluator* evaluator_;
   static EvaluationPipeline* pipeline_;
 };
 
+Store* SynthGpuTest::cache_ = nullptr;
 Compiler* SynthGpuTest::compiler_ = nullptr;
 Evaluator* SynthGpuTest::evaluator_ = nullptr;
 EvaluationPipeline* SynthGpuTest::pipeline_ = nullptr;
@@ -164,20 +207,21 @@ EvaluationPipeline* SynthGpuTest::pipeline_ = nullptr;
 TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
   const auto& [family, dtype] = GetParam();
   Synthesizer synth;
-  int evaluated = 0;
+  std::vector<SampleRun> runs;
+  int sampled = 0;
   for (auto& sample : testing::SampleTargets(dtype)) {
     if (sample.family != family) continue;
     v1::Target target = sample.target;
     // Also validate on the evaluator's held-out shape, but for a reshape, whose shape
     // argument fixes the element count.
     target.set_shape_generic(target.nodes(0).op() != "aten::reshape");
-    const std::string inputs = CapturedInputs(target);
+    std::string inputs = CapturedInputs(target);
     auto generator = testing::BindForTest(target);
     ASSERT_NE(generator, nullptr);
 
     std::vector<std::pair<std::string, GeneratedKernel>> kernels;
     for (const Config& config :
-         testing::ValidSample(*generator, kRandomConfigsPerTarget, 9000 + evaluated)) {
+         testing::ValidSample(*generator, kRandomConfigsPerTarget, 9000 + sampled)) {
       auto kernel = generator->Generate(config);
       ASSERT_TRUE(kernel.ok()) << kernel.status();
       kernels.emplace_back(config.ToString(), *kernel);
@@ -189,10 +233,10 @@ TEST_P(SynthGpuTest, SampledConfigsPassFullValidation) {
     ASSERT_TRUE(roots.ok() && roots->candidates_size() == 1);
     kernels.emplace_back("top root", GeneratedKernel{roots->candidates(0).source(),
                                                      roots->candidates(0).launch_plan_json()});
-
-    evaluated += ExpectPass(sample.name, target, inputs, kernels);
+    sampled += static_cast<int>(kernels.size());
+    runs.push_back({sample.name, std::move(target), std::move(inputs), std::move(kernels)});
   }
-  EXPECT_GT(evaluated, 0);
+  EXPECT_GT(ExpectPass(runs), 0);
 }
 
 // Rows split in one cooperative launch (split_mode=sync), the only configs whose blocks wait
