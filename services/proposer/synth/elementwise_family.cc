@@ -167,20 +167,13 @@ __device__ __forceinline__ kf_i64 kf_numel(const KfArgs& args) { return args.out
 template <typename I>
 __device__ __forceinline__ void kf_block_groups(const KfArgs& args, KfGroups<I>* groups) {
   if (threadIdx.x == 0) {
-    auto build = [&](const KfTensor& in0, const KfTensor& in1, const KfTensor& out) {
-      kf_groups<I>(in0, out, groups[0]);
+    kf_with_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0],
+                         [&](const KfTensor& in0, const KfTensor& in1, const KfTensor& out) {
+                           kf_groups<I>(in0, out, groups[0]);
 #if KF_NIN == 2
-      kf_groups<I>(in1, out, groups[1]);
+                           kf_groups<I>(in1, out, groups[1]);
 #endif
-    };
-    // A contiguous output's tensors as they are, without copies (kf_in_memory_order).
-    if (kf_flat(args.outputs[0], args.outputs[0])) {
-      build(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
-    } else {
-      const KfCallTensors t =
-          kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
-      build(t.in0, t.in1, t.out);
-    }
+                         });
   }
   __syncthreads();
 }
@@ -327,13 +320,11 @@ __device__ __forceinline__ KfSetup kf_setup(const KfArgs& args) {
   const bool aligned = kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(TO)) &&
                        kf_aligned(args.inputs[0].data, KF_VEC * (int)sizeof(T0)) &&
                        kf_aligned(args.inputs[KF_NIN - 1].data, KF_VEC * (int)sizeof(T1));
-  if (kf_flat(args.outputs[0], args.outputs[0])) {  // as it is, without copies
-    return kf_decide(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0], KF_NIN, KF_VEC,
-                     KF_REUSE, aligned);
-  }
-  const KfCallTensors t =
-      kf_in_memory_order(args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0]);
-  return kf_decide(t.in0, t.in1, t.out, KF_NIN, KF_VEC, KF_REUSE, aligned);
+  return kf_with_memory_order(
+      args.inputs[0], args.inputs[KF_NIN - 1], args.outputs[0],
+      [&](const KfTensor& in0, const KfTensor& in1, const KfTensor& out) {
+        return kf_decide(in0, in1, out, KF_NIN, KF_VEC, KF_REUSE, aligned);
+      });
 }
 
 template <typename I, bool CAPTURED, typename A>
@@ -616,8 +607,7 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 
   // Whether the kernel has kf_elementwise_captured: not for a call of 64-bit indices.
   bool HasCapturedPath() const {
-    return kf_fits_index32(p_.out_tensor) && kf_fits_index32(p_.in_tensor[0]) &&
-           kf_fits_index32(p_.in_tensor[p_.num_inputs - 1]);
+    return kf_call_fits_index32(p_.in_tensor[0], p_.in_tensor[p_.num_inputs - 1], p_.out_tensor);
   }
 
   // A one-shot grid of the captured call's vector path whose blocks tile it exactly.

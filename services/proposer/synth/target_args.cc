@@ -248,9 +248,14 @@ KfTensor SignatureTensor(const v1::TensorSignature& sig) {
   t.ndim = std::min(sig.sizes_size(), KF_MAX_DIMS);
   t.numel = 1;
   // A signature without strides is contiguous (as IsContiguous reads it).
+  const bool contiguous = sig.strides_size() == 0;
   for (int d = t.ndim - 1; d >= 0; --d) {
     t.sizes[d] = sig.sizes(d);
-    t.strides[d] = sig.strides_size() == 0 ? t.numel : d < sig.strides_size() ? sig.strides(d) : 0;
+    if (contiguous) {
+      t.strides[d] = t.numel;
+    } else {
+      t.strides[d] = d < sig.strides_size() ? sig.strides(d) : 0;
+    }
     t.numel *= t.sizes[d];
   }
   return t;

@@ -72,6 +72,21 @@ KF_HD KfCallTensors kf_in_memory_order(const KfTensor& in0, const KfTensor& in1,
           kf_permuted(out, out.ndim, perm)};
 }
 
+// f(in0, in1, out) in the output's memory order: a contiguous output's tensors as they are,
+// without copies (a kernel's thread 0 reads them in place from its parameters).
+template <typename F>
+KF_HD auto kf_with_memory_order(const KfTensor& in0, const KfTensor& in1, const KfTensor& out,
+                                F f) {
+  if (kf_flat(out, out)) return f(in0, in1, out);
+  const KfCallTensors t = kf_in_memory_order(in0, in1, out);
+  return f(t.in0, t.in1, t.out);
+}
+
+// Whether 32-bit indices serve the call: every tensor's elements and offsets fit.
+KF_HD bool kf_call_fits_index32(const KfTensor& in0, const KfTensor& in1, const KfTensor& out) {
+  return kf_fits_index32(out) && kf_fits_index32(in0) && kf_fits_index32(in1);
+}
+
 KF_HD int kf_mode(const KfTensor& t, const KfTensor& out, int v) {
   if (kf_flat(t, out)) return KF_FLAT;
   const kf_i64 out_last = out.ndim > 0 ? out.sizes[out.ndim - 1] : 1;
@@ -86,7 +101,7 @@ KF_HD int kf_mode(const KfTensor& t, const KfTensor& out, int v) {
 }
 
 struct KfSetup {
-  int small;  // every numel below 2^31: 32-bit indices
+  int small;  // 32-bit indices (kf_call_fits_index32)
   int path;
   int mode0, mode1;
   int row_input;  // KF_PATH_REUSE: the broadcast input, `inner` elements per output row
@@ -99,7 +114,7 @@ struct KfSetup {
 KF_HD KfSetup kf_decide(const KfTensor& in0, const KfTensor& in1, const KfTensor& out, int nin,
                         int vec, int reuse, bool aligned) {
   KfSetup s = {};
-  s.small = kf_fits_index32(out) && kf_fits_index32(in0) && kf_fits_index32(in1);
+  s.small = kf_call_fits_index32(in0, in1, out);
   const bool flat0 = kf_flat(in0, out), flat1 = kf_flat(in1, out);
   s.mode0 = kf_mode(in0, out, vec);
   s.mode1 = nin == 2 ? kf_mode(in1, out, vec) : KF_FLAT;
