@@ -116,8 +116,7 @@ __device__ __forceinline__ void kf_read(const T* x, int mode, const KfGroups<I>&
       for (int i = 0; i < V; ++i) v[i] = c;
     } else {
       const KfVec<T, V> raw = kf_load_kept<T, V>(x + offset);
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
+      kf_to_floats(raw, v);
     }
     return;
   }
@@ -283,8 +282,7 @@ __device__ __forceinline__ void kf_reuse_rows(const A& args, I inner) {
     float row_v[V];
 #ifdef KF_KEEP
     const KfVec<TR, V> kept = kf_load_kept<TR, V>(xr + col);
-#pragma unroll
-    for (int i = 0; i < V; ++i) row_v[i] = kf_to_float(kept.v[i]);
+    kf_to_floats(kept, row_v);
 #else
     kf_load<V>(xr + col, row_v);
 #endif
@@ -298,12 +296,10 @@ __device__ __forceinline__ void kf_reuse_rows(const A& args, I inner) {
 #pragma unroll
     for (int r = 0; r < KF_REUSE; ++r) {
       if (row0 + r < rows) {
-        float o[V];
+        float f[V], o[V];
+        kf_to_floats(flat_v[r], f);
 #pragma unroll
-        for (int i = 0; i < V; ++i) {
-          const float f = kf_to_float(flat_v[r].v[i]);
-          o[i] = ROW == 0 ? kf_op(row_v[i], f) : kf_op(f, row_v[i]);
-        }
+        for (int i = 0; i < V; ++i) o[i] = ROW == 0 ? kf_op(row_v[i], f[i]) : kf_op(f[i], row_v[i]);
         kf_store<V>(y + (row0 + r) * inner + col, o);
       }
     }

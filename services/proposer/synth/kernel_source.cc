@@ -39,11 +39,33 @@ __device__ __forceinline__ bool kf_aligned(const void* p, int bytes) {
   return (reinterpret_cast<unsigned long long>(p) % (unsigned long long)bytes) == 0;
 }
 
+// A vector's elements as floats, out[0, N).
+template <typename T, int N>
+__device__ __forceinline__ void kf_to_floats(const KfVec<T, N>& v, float* out) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = kf_to_float(v.v[i]);
+}
+// A bfloat16 is the high half of its float: a word's low element is w << 16, its high one
+// w & 0xffff0000, one instruction each (the per-element conversion took two for the high one,
+// a PRMT and a shift: an eighth of an issue-bound bfloat16 softmax's instructions).
+template <int N>
+__device__ __forceinline__ void kf_to_floats(const KfVec<__nv_bfloat16, N>& v, float* out) {
+  if constexpr (N % 2 == 0) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(v.v);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      out[2 * i] = __uint_as_float(w[i] << 16);
+      out[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  } else {
+    out[0] = kf_to_float(v.v[0]);
+  }
+}
+
 template <int V, typename T>
 __device__ __forceinline__ void kf_load(const T* p, float (&out)[V]) {
-  const KfVec<T, V> v = *reinterpret_cast<const KfVec<T, V>*>(p);
-#pragma unroll
-  for (int i = 0; i < V; ++i) out[i] = kf_to_float(v.v[i]);
+  const KfVec<T, V> v = *reinterpret_cast<const KfVec<T, V>*>(p);  // one load, then unpacked
+  kf_to_floats(v, out);
 }
 
 template <int V, typename T>

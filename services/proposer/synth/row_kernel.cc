@@ -38,8 +38,7 @@ constexpr std::pair<const char*, const char*> kL2KeepAccesses[] = {
     // the re-read (kf_sync_write)
     {"      kf_load<V>(xr + c, v);",
      "      const KfVec<TI, V> raw = kf_load_l2<TI, V>(xr + c, kf_l2_policy(false));\n"
-     "#pragma unroll\n"
-     "      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);"},
+     "      kf_to_floats(raw, v);"},
     kL2EvictFirstStore,
 };
 
@@ -50,8 +49,7 @@ constexpr std::pair<const char*, const char*> kL2FinishAccesses[] = {
     // the re-read (kf_row's read)
     {"    kf_load<V>(xr + c, v);",
      "    const KfVec<TI, V> raw = kf_load_l2<TI, V>(xr + c, kf_l2_policy(false));\n"
-     "#pragma unroll\n"
-     "    for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);"},
+     "    kf_to_floats(raw, v);"},
     kL2EvictFirstStore,
 };
 
@@ -375,8 +373,7 @@ __device__ __forceinline__ void kf_smem_get(const T* row, kf_i64 off, kf_i64 chu
   for (int q = 0; q < P::kCount; ++q) {
     const KfVec<T, P::kElems> piece =
         *reinterpret_cast<const KfVec<T, P::kElems>*>(row + q * plane + at);
-#pragma unroll
-    for (int i = 0; i < P::kElems; ++i) v[q * P::kElems + i] = kf_to_float(piece.v[i]);
+    kf_to_floats(piece, v + q * P::kElems);
   }
 }
 
@@ -492,8 +489,7 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
   } else {
     kf_for_each<V>(xr, c0, e1, lane, use_regs, [&](kf_i64 c, int k, const KfVec<TI, V>& raw) {
       float v[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
+      kf_to_floats(raw, v);
 #if KF_CACHE == 2
       if (use_regs) {
 #pragma unroll
@@ -695,8 +691,7 @@ __device__ __forceinline__ void kf_apply_span(const KfArgs& args, kf_i64 row, kf
     const kf_i64 c = c0 + (kf_i64)u * KF_BLOCK * KF_VEC;
     if (exact || c < cols) {
       const KfVec<TI, KF_VEC> raw = kf_load_l2<TI, KF_VEC>(xr + c, evict_first);
-#pragma unroll
-      for (int i = 0; i < KF_VEC; ++i) l[u].v[i] = kf_to_float(raw.v[i]);
+      kf_to_floats(raw, l[u].v);
     }
   }
   kf_wait_previous();
@@ -863,8 +858,7 @@ __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& i
   kf_for_each<V>(xr, it.c0, it.c1, lane, false, [&](kf_i64 c, int, const KfVec<TI, V>& raw) {
     if (sbuf != nullptr) kf_smem_put<V>(sbuf, c - it.c0, it.chunk, raw);
     float v[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = kf_to_float(raw.v[i]);
+    kf_to_floats(raw, v);
     kf_add<0, V>(s, v, c, ctx);
   });
   s = kf_reduce_row<0>(s, lane, rib, red);
