@@ -11,6 +11,7 @@
 #include "services/coordinator/embedded/progress_display.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "services/coordinator/embedded/target_selection.h"
+#include "services/coordinator/search/candidate_runner.h"
 #include "services/coordinator/search/search_tree.h"
 #include "tests/support/temp_dir.h"
 
@@ -180,6 +181,52 @@ TEST(OptimizeReportTest, EndToEndEstimateCountsWinnersByShare) {
   EXPECT_NE(text.find("2.00x"), std::string::npos);
   EXPECT_NE(text.find("by synth:rowwise: row_threads=64 vec=4"), std::string::npos) << text;
   EXPECT_NE(text.find("estimated end-to-end speedup"), std::string::npos);
+}
+
+TEST(OptimizeReportTest, RejectedCandidatesKeepTheirConfigAndWhyTheyFailed) {
+  SearchTree tree(MakeTarget("t", "aten::softmax", 0.3), 1);
+  auto add = [&](const std::string& id, v1::Verdict verdict, const std::string& message) {
+    v1::Candidate c;
+    c.set_id(id);
+    c.set_proposer("synth:rowwise");
+    (*c.mutable_params())["vec"] = id;
+    absl::StatusOr<int> node = tree.AddPendingChild(SearchTree::kRoot, c, 0);
+    ASSERT_TRUE(node.ok()) << node.status();
+    RunOutcome outcome;
+    outcome.compile.set_status(v1::COMPILE_OK);
+    outcome.evaluation.set_verdict(verdict);
+    outcome.evaluation.mutable_diagnostics()->set_message(message);
+    if (verdict == v1::PASS) outcome.evaluation.set_speedup(2.0);
+    ASSERT_TRUE(tree.Backup(*node, outcome).ok());
+  };
+  add("1", v1::PASS, "");
+  add("2", v1::MISMATCH, "output 0: max error 0.5 over the tolerance 0.01 (captured)");
+  add("3", v1::NOT_EVALUATED, "no GPU");
+  add("4", v1::CRASH, "illegal address");
+  v1::Candidate pending;
+  pending.set_id("5");
+  ASSERT_TRUE(tree.AddPendingChild(SearchTree::kRoot, pending, 0).ok());
+
+  TargetReport t;
+  t.target = tree.target();
+  t.rejected = RejectedCandidates(tree);
+  ASSERT_EQ(t.rejected.size(), 2u);  // not the pass, the unevaluated or the pending one
+  EXPECT_EQ(t.rejected[0].candidate_id, "2");
+  EXPECT_EQ(t.rejected[0].verdict, v1::MISMATCH);
+  EXPECT_EQ(t.rejected[1].verdict, v1::CRASH);
+
+  OptimizeReport report;
+  report.targets = {t};
+  nlohmann::json json = ReportToJson(report)["targets"][0]["rejected_candidates"];
+  ASSERT_EQ(json.size(), 2u);
+  EXPECT_EQ(json[0]["verdict"], "MISMATCH");
+  EXPECT_EQ(json[0]["params"]["vec"], "2");
+  EXPECT_EQ(json[0]["diagnostics"]["message"],
+            "output 0: max error 0.5 over the tolerance 0.01 (captured)");
+  const std::string text = FormatSummaryText(report);
+  EXPECT_NE(text.find("rejected MISMATCH by synth:rowwise: vec=2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("max error 0.5 over the tolerance 0.01"), std::string::npos) << text;
+  EXPECT_NE(text.find("rejected CRASH by synth:rowwise: vec=4"), std::string::npos) << text;
 }
 
 TEST(OptimizeReportTest, WinnerDirectoryHoldsWhatExportNeeds) {

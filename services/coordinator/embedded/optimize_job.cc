@@ -133,6 +133,7 @@ TargetReport ReportFromTree(const SearchTree& tree) {
   if (std::optional<int> best = tree.BestNode()) {
     r.search_best_speedup = tree.node(*best).speedup();
   }
+  r.rejected = RejectedCandidates(tree);
   return r;
 }
 

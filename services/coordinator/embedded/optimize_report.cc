@@ -36,6 +36,22 @@ nlohmann::json CompiledToJson(const CompiledCandidate& c) {
   return json;
 }
 
+nlohmann::json RejectedToJson(const RejectedCandidate& c) {
+  return {{"candidate_id", c.candidate_id},
+          {"proposer", c.proposer},
+          {"params", c.params},
+          {"verdict", v1::Verdict_Name(c.verdict)},
+          {"diagnostics", nlohmann::json::parse(MessageToJsonText(c.diagnostics))}};
+}
+
+std::string ParamsText(const std::map<std::string, std::string>& params) {
+  std::string text;
+  for (const auto& [name, value] : params) {
+    absl::StrAppend(&text, text.empty() ? "" : " ", name, "=", value);
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string MessageToJsonText(const google::protobuf::Message& message) {
@@ -54,6 +70,23 @@ double EstimatedForwardSpeedup(const OptimizeReport& report) {
   }
   saved = std::min(saved, 0.99);  // shares are estimates; never divide by ~0
   return 1.0 / (1.0 - saved);
+}
+
+std::vector<RejectedCandidate> RejectedCandidates(const SearchTree& tree) {
+  std::vector<RejectedCandidate> rejected;
+  for (int i = 0; i < tree.size(); ++i) {
+    const SearchTreeNode& n = tree.node(i);
+    if (n.is_root() || n.pending || n.verdict() == v1::PASS || n.verdict() == v1::NOT_EVALUATED) {
+      continue;
+    }
+    const v1::Candidate& c = n.evaluated.candidate();
+    rejected.push_back({c.id(),
+                        c.proposer(),
+                        {c.params().begin(), c.params().end()},
+                        n.verdict(),
+                        n.evaluated.evaluation().diagnostics()});
+  }
+  return rejected;
 }
 
 nlohmann::json ReportToJson(const OptimizeReport& report) {
@@ -88,6 +121,9 @@ nlohmann::json ReportToJson(const OptimizeReport& report) {
       for (const CompiledCandidate& c : t.compiled) compiled.push_back(CompiledToJson(c));
       json["compiled_candidates"] = std::move(compiled);
     }
+    nlohmann::json rejected = nlohmann::json::array();
+    for (const RejectedCandidate& c : t.rejected) rejected.push_back(RejectedToJson(c));
+    json["rejected_candidates"] = std::move(rejected);
     targets.push_back(std::move(json));
   }
   nlohmann::json skipped = nlohmann::json::array();
@@ -164,12 +200,21 @@ std::string FormatSummaryText(const OptimizeReport& report) {
     }
     if (!t.kernel_dir.empty()) absl::StrAppend(&out, "             winner: ", t.kernel_dir, "\n");
     if (!t.best_proposer.empty()) {
-      std::string params;
-      for (const auto& [name, value] : t.best_params) {
-        absl::StrAppend(&params, params.empty() ? "" : " ", name, "=", value);
-      }
+      const std::string params = ParamsText(t.best_params);
       absl::StrAppend(&out, "             by ", t.best_proposer, params.empty() ? "" : ": ", params,
                       "\n");
+    }
+    constexpr size_t kRejectedShown = 5;  // the rest in report.json
+    for (size_t i = 0; i < std::min(t.rejected.size(), kRejectedShown); ++i) {
+      const RejectedCandidate& c = t.rejected[i];
+      const std::string params = ParamsText(c.params);
+      absl::StrAppend(&out, "             rejected ", v1::Verdict_Name(c.verdict), " by ",
+                      c.proposer, params.empty() ? "" : ": ", params, "\n               ",
+                      c.diagnostics.message(), "\n");
+    }
+    if (t.rejected.size() > kRejectedShown) {
+      absl::StrAppend(&out, "             (", t.rejected.size() - kRejectedShown,
+                      " more rejected in report.json)\n");
     }
     if (!t.error.empty()) absl::StrAppend(&out, "             error: ", t.error, "\n");
     for (const std::string& note : t.notes)

@@ -14,6 +14,7 @@
 #include "services/coordinator/embedded/embedded_runner.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "services/coordinator/embedded/target_selection.h"
+#include "services/coordinator/search/search_tree.h"
 
 namespace kforge {
 
@@ -27,6 +28,17 @@ struct CompiledCandidate {
   int registers = 0;
   int spill_bytes = 0;
   std::string log_excerpt;  // for failures
+};
+
+// A candidate the evaluator turned down (any verdict but PASS and NOT_EVALUATED): its
+// config and the evaluator's diagnostics, so that a wrong or crashing kernel can be
+// reproduced from the report alone (the run's tree holds its source).
+struct RejectedCandidate {
+  std::string candidate_id;
+  std::string proposer;
+  std::map<std::string, std::string> params;
+  v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
+  v1::Diagnostics diagnostics;
 };
 
 struct TargetReport {
@@ -47,6 +59,7 @@ struct TargetReport {
   std::string error;
   std::vector<std::string> notes;
   std::vector<CompiledCandidate> compiled;  // runs without a GPU
+  std::vector<RejectedCandidate> rejected;  // in the order they were dispatched
 };
 
 struct OptimizeReport {
@@ -75,6 +88,9 @@ struct OptimizeReport {
 // Amdahl over the targets: 1 / (1 - sum share * (1 - 1 / speedup)), counting winners only.
 // Shares are of the profiled forward, so this is an estimate; 1 when nothing won.
 double EstimatedForwardSpeedup(const OptimizeReport& report);
+
+// The tree's evaluated candidates that were turned down, in the order they were added.
+std::vector<RejectedCandidate> RejectedCandidates(const SearchTree& tree);
 
 nlohmann::json ReportToJson(const OptimizeReport& report);
 // The table printed at the end and kept as summary.txt.
