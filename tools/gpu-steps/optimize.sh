@@ -20,6 +20,8 @@
 #   KFORGE_GPU_OPTIMIZE_OPS=aten::relu_,...  only targets of these ops (kforge optimize --ops)
 #   KFORGE_GPU_OPTIMIZE_FUSE=0               single ops only (kforge optimize --no-fuse)
 #   KFORGE_GPU_OPTIMIZE_STOP_NEAR_FLOOR=F     kforge optimize --stop-near-floor F
+#   KFORGE_GPU_OPTIMIZE_RESUME=1             continue a model's run left in WORK by an earlier
+#                                            call (kforge optimize --resume; default: start over)
 #   KFORGE_GPU_OPTIMIZE_GPUS=0,1             passed to --gpus (default: all of them)
 #   KFORGE_GPU_OPTIMIZE_LANES=N              models run N at a time, each lane on a GPU of its
 #                                            own (default: one lane per GPU, or 1 with
@@ -97,12 +99,24 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
   run=$WORK/optimize-$name
   echo "== $name: export, optimize ($selection), check, tables"
   rm -f "$run"/{torch-rows,torch-times,check}.json  # never join a previous round's files
+  # An earlier round's run in the same work dir (a warm device machine keeps it): continue it
+  # with KFORGE_GPU_OPTIMIZE_RESUME=1, else start over (kforge optimize refuses to write into
+  # it, and the steps below would time and tabulate the old run's kernels as if new).
+  local resume=()
+  if [[ -d $run ]]; then
+    if [[ ${KFORGE_GPU_OPTIMIZE_RESUME:-0} == 1 ]]; then
+      resume=(--resume)
+    else
+      echo "$name: removing the earlier run in $run (KFORGE_GPU_OPTIMIZE_RESUME=1 continues it)"
+      rm -rf "$run"
+    fi
+  fi
   if [[ ! -f $M/$model/model.pt ]]; then
     python3 tools/kforge-export "$factory" --out "$M/$model" --device cuda "${kw[@]}" || return 1
   fi
   # shellcheck disable=SC2086  # $selection is flags
   build/bin/kforge optimize "$M/$model/model.pt" --inputs "$M/$model/inputs.pt" \
-    --out "$run" $selection --seed 1 "${GPUS[@]}" >"$run.log" 2>&1 || job_rc=1
+    --out "$run" $selection --seed 1 "${GPUS[@]}" "${resume[@]}" >"$run.log" 2>&1 || job_rc=1
   cat "$run/summary.txt" 2>/dev/null || tail -5 "$run.log"
   if [[ -f $run/report.json ]]; then
     # torch.compile of each target's op alone, on the inputs kforge validated against, with
