@@ -59,7 +59,7 @@ struct TargetReport {
   std::string error;
   std::vector<std::string> notes;
   std::vector<CompiledCandidate> compiled;  // runs without a GPU
-  std::vector<RejectedCandidate> rejected;  // in the order they were dispatched
+  std::vector<RejectedCandidate> rejected;  // in the order they joined the search tree
 };
 
 struct OptimizeReport {
@@ -89,7 +89,7 @@ struct OptimizeReport {
 // Shares are of the profiled forward, so this is an estimate; 1 when nothing won.
 double EstimatedForwardSpeedup(const OptimizeReport& report);
 
-// The tree's evaluated candidates that were turned down, in the order they were added.
+// The tree's evaluated candidates that were turned down, in the order they joined it.
 std::vector<RejectedCandidate> RejectedCandidates(const SearchTree& tree);
 
 nlohmann::json ReportToJson(const OptimizeReport& report);
