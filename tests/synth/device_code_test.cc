@@ -256,6 +256,25 @@ TEST(RowSpan, MasksAndBiasesSpanOneOutputRow) {
   EXPECT_EQ(kf_row_span(Tensor({16, 16}, {1, 16}), out), 0);
 }
 
+TEST(RowOffset, RowsOfATransposedViewAreFoundThroughItsStrides) {
+  // [B,H,S,D] viewed from [B,S,H,D]: row (b,h,s) starts at b*S*H*D + s*H*D + h*D.
+  const long long B = 2, H = 3, S = 5, D = 16;
+  const KfTensor view = Tensor({B, H, S, D}, {S * H * D, D, H * D, 1});
+  long long row = 0;
+  for (long long b = 0; b < B; ++b) {
+    for (long long h = 0; h < H; ++h) {
+      for (long long s = 0; s < S; ++s, ++row) {
+        EXPECT_EQ(kf_outer_offset(view, row, 3), b * S * H * D + s * H * D + h * D) << row;
+      }
+    }
+  }
+  // Contiguous rows: row * D, and one value per row of a [B,H,S,1] output: the row itself.
+  const std::vector<long long> dense = {B, H, S, D};
+  EXPECT_EQ(kf_outer_offset(Tensor(dense, ContiguousStrides(dense)), 7, 3), 7 * D);
+  const std::vector<long long> per_row = {B, H, S, 1};
+  EXPECT_EQ(kf_outer_offset(Tensor(per_row, ContiguousStrides(per_row)), 7, 3), 7);
+}
+
 TEST(ElementwisePath, FollowsTheInputsFormsAndAlignment) {
   const std::vector<long long> scores = {1, 8, 16, 16};
   const KfTensor out = Tensor(scores, ContiguousStrides(scores));

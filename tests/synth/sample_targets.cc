@@ -460,6 +460,35 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
       add("mean_broadcast_gemma_norm", "reduction", JoinChain(nodes, links));
     }
   }
+  {
+    // Gemma3's q/k norms, which normalize the heads after the transpose: x is [B,H,S,D] viewed
+    // from [B,S,H,D] (rows dense, not adjacent), the output in x's layout, as eager lays it out.
+    const v1::DType f = v1::FLOAT32;
+    S x = pick({1, 8, 2048, 64}, {2, 3, 5, 16});
+    const std::vector<int64_t> strides = {x[1] * x[2] * x[3], x[3], x[1] * x[3], 1};
+    S r = {x[0], x[1], x[2], 1};
+    std::vector<v1::Target> nodes = {
+        TargetBuilder("aten::pow", "Tensor_Scalar").Tensor("self", Strided(x, strides, f))
+            .Scalar("exponent", Int(2)).Output(Strided(x, strides, f)),
+        TargetBuilder("aten::mean", "dim").Tensor("self", Strided(x, strides, f))
+            .Scalar("dim", Ints({-1})).Scalar("keepdim", Bool(true)).Scalar("dtype", None())
+            .Output(Dense(r, f)),
+        TargetBuilder("aten::add", "Tensor").Tensor("self", Dense(r, f))
+            .Scalar("other", Float(1e-6)).Scalar("alpha", Int(1)).Output(Dense(r, f)),
+        TargetBuilder("aten::rsqrt", "").Tensor("self", Dense(r, f)).Output(Dense(r, f)),
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Strided(x, strides, f))
+            .Tensor("other", Dense(r, f)).Output(Strided(x, strides, f)),
+        TargetBuilder("aten::mul", "Tensor").Tensor("self", Strided(x, strides, f))
+            .Tensor("other", Dense({x[3]}, f)).Output(Strided(x, strides, f))};
+    std::vector<std::string> links = {"self", "self", "self", "other", "self"};
+    if (t != f) {
+      nodes.push_back(TargetBuilder("aten::type_as", "").Tensor("self", Strided(x, strides, f))
+                          .Tensor("other", Strided(x, strides, t))
+                          .Output(Strided(x, strides, t)));
+      links.push_back("self");
+    }
+    add("mean_broadcast_head_norm", "reduction", ReadAgain(JoinChain(nodes, links), 4, "self", 0));
+  }
   // Elementwise.
   {
     S x = pick({32, 64, 56, 56}, {3, 5, 7, 9});

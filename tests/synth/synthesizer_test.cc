@@ -877,6 +877,47 @@ TEST(SynthesizerTest, ElementwiseInputsMayBeViews) {
   EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"contiguous\": true"));
 }
 
+// Gemma3's head norms after the transpose: the row engine reads rows that are dense but not
+// adjacent through the outer dims' strides and writes the output in the input's layout, in one
+// unsplit launch whose vectors the strides between rows keep aligned; rows that are not dense
+// are refused with the reason.
+TEST(SynthesizerTest, RowEngineReadsViewsWhoseRowsAreDense) {
+  const auto samples = SampleTargets(v1::BFLOAT16);
+  const v1::Target head_norm = Sample(samples, "mean_broadcast_head_norm").target;
+  ASSERT_EQ(head_norm.inputs_size(), 3);  // x (read twice), the weight, type_as's other
+  auto generator = Bind(head_norm);
+  ASSERT_NE(generator, nullptr);
+  auto config = generator->Space().Parse(
+      "row_threads=32;rows_per_block=2;vec=4;cache=regs;reg_cache=16;split=1;"
+      "split_mode=scratch;unroll=1;grid=oneshot");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(generator->Check(*config), "");
+  auto kernel = generator->Generate(*config);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(kernel->source, HasSubstr("return kf_outer_offset(args.inputs[0], row, "));
+  EXPECT_THAT(kernel->source, HasSubstr("return kf_outer_offset(args.outputs[0], row, "));
+  EXPECT_THAT(kernel->source, HasSubstr("ch.base0 = kf_in_row(args, row, cols);"));
+  EXPECT_THAT(kernel->launch_plan_json, HasSubstr("\"contiguous\": false"));
+  EXPECT_THAT(kernel->launch_plan_json, HasSubstr("in0_stride1 * min(in0_size1 - 1, 1)"));
+  config->SetInt("split", 4);
+  EXPECT_THAT(generator->Check(*config), HasSubstr("take one launch, unsplit"));
+  // The contiguous RMSNorm keeps adjacent rows: no strides read.
+  auto dense = Bind(Sample(samples, "mean_broadcast_rms_norm").target);
+  ASSERT_NE(dense, nullptr);
+  auto dense_kernel = dense->Generate(testing::ValidSample(*dense, 1, 1)[0]);
+  ASSERT_TRUE(dense_kernel.ok()) << dense_kernel.status();
+  EXPECT_THAT(dense_kernel->source, Not(HasSubstr("kf_outer_offset(args")));
+  EXPECT_THAT(dense_kernel->launch_plan_json, HasSubstr("\"contiguous\": true"));
+  // A row whose elements are not adjacent (a transpose of the row's own dim) is refused.
+  v1::Target scattered = head_norm;
+  for (auto* sig : {scattered.mutable_inputs(0), scattered.mutable_outputs(0)}) {
+    const int64_t h = sig->sizes(1), s = sig->sizes(2), d = sig->sizes(3);
+    sig->clear_strides();
+    for (int64_t stride : {h * s * d, s * d, 1l, s}) sig->add_strides(stride);
+  }
+  EXPECT_THAT(Refusal(scattered), HasSubstr("is not dense with its rows' elements adjacent"));
+}
+
 // Layout copies: any input strides (the plan does not require contiguous tensors), the
 // element type copied as it is, and the prior prefers vectors where the innermost dim is dense;
 // a contiguous input, a channels-last output and a dtype change are refused with the reason.
@@ -1357,11 +1398,14 @@ TEST(SynthesizerTest, SourceIsShapeGenericAndPlansResolveForTwoShapes) {
           }
         }
         // Layout copies read any strides, elementwise kernels their inputs' (views in, a
-        // dense output); every other family assumes contiguous tensors.
+        // dense output), the row engine views whose rows are dense (a transpose of the heads
+        // before a norm); every other family assumes contiguous tensors.
         bool views = false;
         for (const v1::TensorSignature& in : target.inputs()) views = views || !IsContiguous(in);
-        EXPECT_EQ(plan->requirements().contiguous,
-                  samples[s].family != "layout" && !(samples[s].family == "elementwise" && views));
+        const std::string& family = samples[s].family;
+        const bool reads_views =
+            family == "elementwise" || family == "reduction" || family == "rowwise";
+        EXPECT_EQ(plan->requirements().contiguous, family != "layout" && !(reads_views && views));
         for (const auto* t : {&target, &held_out[s].target}) {
           std::vector<v1::TensorSignature> ins(t->inputs().begin(), t->inputs().end());
           std::vector<v1::TensorSignature> outs(t->outputs().begin(), t->outputs().end());

@@ -102,7 +102,14 @@ absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, in
         const v1::TensorSignature& sig = target.inputs(stage.operand);
         const std::string what =
             absl::StrCat("the operand ", target.input_names(stage.operand), " of ", stage.name);
-        KF_ASSIGN_OR_RETURN(OperandLayout layout, Layout(sig, value, row_cols, what));
+        // The streamed input read again (x in `x * rsqrt(mean(x²))`) is read as the row
+        // engine reads its rows, whose layout the family checked (RequireDenseRows).
+        KF_ASSIGN_OR_RETURN(OperandLayout layout,
+                            stage.operand == 0 &&
+                                    std::equal(sig.sizes().begin(), sig.sizes().end(),
+                                               value.sizes().begin(), value.sizes().end())
+                                ? OperandLayout::kFlat
+                                : Layout(sig, value, row_cols, what));
         chain.operands_.push_back({stage.operand, sig.dtype(), layout, Numel(sig)});
         part.operand = static_cast<int>(chain.operands_.size()) - 1;
         // Rows read by several of the value's: a mask over heads, not a weight (one row,
@@ -126,6 +133,7 @@ absl::StatusOr<PointwiseChain> PointwiseChain::Bind(const v1::Target& target, in
         "the chain's output ", SizesText(target.outputs(0)), " is not the shape of its input ",
         SizesText(target.inputs(0)), ": an operand broadcasts the value larger"));
   }
+  chain.input0_strided_ = !IsContiguous(target.inputs(0));
   chain.epilogue_reads_streamed_input_ =
       std::any_of(chain.epilogue_.begin(), chain.epilogue_.end(), [&](const Part& part) {
         return part.operand >= 0 && ReadsStreamedInput(chain.operands_[part.operand]);
@@ -217,8 +225,11 @@ std::string PointwiseChain::DeviceCode() const {
     absl::StrAppend(&init, "  ch.p", k, " = reinterpret_cast<const ", type, "*>(args.data[",
                     op.input, "]);\n");
     if (op.layout == OperandLayout::kFlat) {
+      // The streamed input where its rows are strided: as the engine finds them (kf_in_row).
       absl::StrAppend(&members, "  kf_i64 base", k, ";\n");
-      absl::StrAppend(&init, "  ch.base", k, " = row * cols;\n");
+      absl::StrAppend(&init, "  ch.base", k, " = ",
+                      op.input == 0 && input0_strided_ ? "kf_in_row(args, row, cols)" : "row * cols",
+                      ";\n");
     } else if (op.layout == OperandLayout::kRows) {
       // Whole rows of the operand: the row's first element, once per row.
       absl::StrAppend(&members, "  kf_i64 base", k, ";\n");

@@ -127,6 +127,7 @@ class PointwiseChain {
   std::vector<ChainOperand> operands_;
   int repeated_rows_ = -1;  // index into operands_ of the first repeated kRows operand
   bool epilogue_reads_streamed_input_ = false;
+  bool input0_strided_ = false;  // the streamed input's rows are strided (kf_in_row)
 };
 
 // The index of a chain's anchor: its one node the elementwise family does not cover; 0 for a

@@ -308,21 +308,22 @@ class ReductionFamily : public Family {
     if (x != 0) return absl::UnimplementedError("the reduced tensor must be the first input");
     const v1::TensorSignature& in = args.input(0);
     const v1::TensorSignature& out = args.output(0);
-    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
     if (kind == RowOp::kArgmax) {
       if (out.dtype() != v1::INT64 || !IsContiguous(out)) {
         return absl::InvalidArgumentError("argmax output must be a contiguous int64 tensor");
       }
-    } else {
-      KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
     }
     KF_ASSIGN_OR_RETURN(const ReducedDims dims, Reduced(args, kind));
     const int ndim = in.sizes_size();
-    if (dims.last == ndim - 1) {
+    if (dims.last == ndim - 1) {  // rows: views whose rows are dense too
+      KF_RETURN_IF_ERROR(RequireDenseRows(in, dims.last - dims.first + 1, "input"));
+      if (kind != RowOp::kArgmax) KF_RETURN_IF_ERROR(RequireDenseRows(out, 0, "output"));
       RowProblem p = RowReduction(kind, in, out, dims);
       p.captured_call = CapturedCallArgs(target);
       return MakeRowKernelGenerator(p, gpu);
     }
+    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
+    if (kind != RowOp::kArgmax) KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
     ColumnProblem p;
     p.op = kind;
     p.in_dtype = in.dtype();
@@ -404,6 +405,7 @@ class ReductionFamily : public Family {
     p.out_dtype = out.dtype();
     p.ndim = in.sizes_size();
     p.row_dims = dims.last - dims.first + 1;
+    p.strided_rows = !IsContiguous(in) || !IsContiguous(out);
     p.rows = dims.outer;
     p.cols = dims.size;
     return p;
@@ -429,9 +431,9 @@ class ReductionFamily : public Family {
     }
     const v1::TensorSignature& in = args.input(0);
     const v1::TensorSignature& out = args.output(0);
-    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
-    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
     KF_ASSIGN_OR_RETURN(const ReducedDims dims, Reduced(args, kind));
+    KF_RETURN_IF_ERROR(RequireDenseRows(in, dims.last - dims.first + 1, "input"));
+    KF_RETURN_IF_ERROR(RequireDenseRows(out, dims.last - dims.first + 1, "output"));
     const int ndim = in.sizes_size();
     bool keepdim = false;
     if (!args.IsNone("keepdim", 2)) {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -405,7 +407,8 @@ __device__ __forceinline__ void kf_write_chunk(const KfArgs& args, kf_i64 row, b
                                                kf_i64 cols, kf_i64 c0, kf_i64 c1, int lane,
                                                bool slots, R&& read, Q&& params,
                                                const KfRowCtx& ctx) {
-  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? row * cols : 0);
+  TO* yr =
+      reinterpret_cast<TO*>(args.outputs[0].data) + (valid ? kf_out_row(args, row, cols) : 0);
   kf_for_each_read<V, KfOutVals<V>>(
       c0, c1, lane, slots,
       [&](kf_i64 c, int k, KfOutVals<V>& l) {
@@ -427,7 +430,8 @@ __device__ __forceinline__ void kf_row(const KfArgs& args, kf_i64 row, bool vali
                                        kf_i64 c0, kf_i64 c1, kf_i64 chunk, int part_index,
                                        int lane, int rib, KfStat (*red)[KF_WARPS],
                                        KfStat* part) {
-  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (valid ? row * cols : 0);
+  const TI* xr =
+      reinterpret_cast<const TI*>(args.inputs[0].data) + (valid ? kf_in_row(args, row, cols) : 0);
   const kf_i64 e1 = valid ? c1 : c0;
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, row, cols);
@@ -683,8 +687,8 @@ template <typename GetCtx>
 __device__ __forceinline__ void kf_apply_span(const KfArgs& args, kf_i64 row, kf_i64 cols,
                                               kf_i64 c0, bool exact,
                                               unsigned long long evict_first, GetCtx&& get_ctx) {
-  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + row * cols;
-  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + row * cols;
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + kf_in_row(args, row, cols);
+  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) + kf_out_row(args, row, cols);
   KfOutVals<KF_VEC> l[KF_UNROLL];
 #pragma unroll
   for (int u = 0; u < KF_UNROLL; ++u) {
@@ -851,7 +855,8 @@ template <int V>
 __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& it, kf_i64 cols,
                                              int lane, int rib, KfStat (*red)[KF_WARPS],
                                              TI* sbuf, KfStat* partials, unsigned* arrivals) {
-  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) +
+                 (it.valid ? kf_in_row(args, it.row, cols) : 0);
   KfRowCtx ctx;
   kf_init_ctx(ctx, args, it.row, cols);
   KfStat s = kf_identity<0>();
@@ -900,7 +905,8 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
 #if KF_PER_ROW
   if (it.valid && lane == 0 && it.part == 0) kf_write_row(s, ctx, args);
 #else
-  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) + (it.valid ? it.row * cols : 0);
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) +
+                 (it.valid ? kf_in_row(args, it.row, cols) : 0);
   auto read = [&](kf_i64 c, int, float (&v)[V]) {
     if (sbuf != nullptr) {
       kf_smem_get<V>(sbuf, c - it.c0, it.chunk, v);
@@ -1057,10 +1063,24 @@ std::string GeometryCode(const RowProblem& p) {
                     "    if (d < x.ndim) (d < x.ndim - ", p.row_dims,
                     " ? rows : cols) *= x.sizes[d];\n  }\n");
   }
+  // Where a row starts in input 0 and in output 0 (`n` elements a row there: COLS, or 1 where
+  // the op writes one value per row): adjacent rows, or rows through the outer dims' strides.
+  const std::string outer_ndim = absl::StrCat("args.inputs[0].ndim - ", p.row_dims);
+  const std::string offsets =
+      p.strided_rows
+          ? absl::StrCat(
+                "__device__ __forceinline__ kf_i64 kf_in_row(const KfArgs& args, kf_i64 row, "
+                "kf_i64) {\n  return kf_outer_offset(args.inputs[0], row, ", outer_ndim,
+                ");\n}\n__device__ __forceinline__ kf_i64 kf_out_row(const KfArgs& args, "
+                "kf_i64 row, kf_i64) {\n  return kf_outer_offset(args.outputs[0], row, ",
+                outer_ndim, ");\n}\n")
+          : "__device__ __forceinline__ kf_i64 kf_in_row(const KfArgs&, kf_i64 row, kf_i64 n) "
+            "{\n  return row * n;\n}\n__device__ __forceinline__ kf_i64 kf_out_row(const "
+            "KfArgs&, kf_i64 row, kf_i64 n) {\n  return row * n;\n}\n";
   return absl::StrCat(
       "\n__device__ __forceinline__ void kf_geometry(const KfArgs& args, kf_i64& rows, "
       "kf_i64& cols) {\n  const KfTensor& x = args.inputs[0];\n",
-      body, "}\n");
+      body, "}\n", offsets);
 }
 
 // The statements of kf_init_ctx that point a row's context at the affine parameters.
@@ -1646,7 +1666,8 @@ __device__ __forceinline__ float kf_out(float, kf_i64, const KfRowCtx& ctx) { re
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {}
 __device__ __forceinline__ void kf_write_row(const KfStat& s, const KfRowCtx& ctx,
                                              const KfArgs& args) {
-  kf_reduce_store(reinterpret_cast<TO*>(args.outputs[0].data), ctx.row, s, ctx.cols);
+  kf_reduce_store(reinterpret_cast<TO*>(args.outputs[0].data), kf_out_row(args, ctx.row, 1), s,
+                  ctx.cols);
 }
 )",
                           kNoOutParams, p.broadcast ? kOutVecOfOut : "");
@@ -1765,6 +1786,20 @@ class RowKernelGenerator : public KernelGenerator {
     return std::min(16 / in_size, out_size > 0 ? max_store / out_size : 16);
   }
 
+  // Strided rows: the gcd of the captured call's strides between rows of input 0 and (written
+  // by vectors) output 0, which a vector width must divide for every row to start aligned.
+  int64_t OuterStrideMultiple() const {
+    int64_t g = 0;
+    auto add = [&](const KfTensor& t) {
+      for (int d = 0; d < t.ndim - p_.row_dims; ++d) {
+        if (t.sizes[d] > 1) g = std::gcd(g, t.strides[d]);
+      }
+    };
+    add(p_.captured_call.inputs[0]);
+    if (!per_row_) add(p_.captured_call.outputs[0]);
+    return g;
+  }
+
   // The run of columns a vector must not straddle: a row, or a group norm channel's H*W.
   int64_t VectorSpan() const {
     if (p_.op != RowOp::kGroupNorm) return p_.cols;
@@ -1788,6 +1823,13 @@ class RowKernelGenerator : public KernelGenerator {
       return absl::StrCat("vec ", vec, " does not divide the ", VectorSpan(), " ",
                           p_.op == RowOp::kGroupNorm ? "elements of a channel" : "columns of a row",
                           kNoPerElementPath);
+    }
+    if (p_.strided_rows && split > 1) {
+      return "rows read through their tensors' strides (a view) take one launch, unsplit";
+    }
+    if (p_.strided_rows && vec > 1 && OuterStrideMultiple() % vec != 0) {
+      return absl::StrCat("vec ", vec, " does not divide ", OuterStrideMultiple(),
+                          ", the strides between rows' starts", kNoPerElementPath);
     }
     const bool cluster = split > 1 && c.Get("split_mode") == "cluster";
     if (cluster && !gpu_.SupportsClusters()) {
@@ -2382,8 +2424,9 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_MIN_BLOCKS ", sync || ordered ? ResidentBlocksPerSm(c) : 1,
                     "\n#define KF_SPLIT_MIN_BLOCKS ",
                     scratch || stream ? SplitBlocksPerSm(c) : 1, "\n");
-    src += GeometryCode(p_);
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
+    if (p_.strided_rows) src += BroadcastGroupsSource();  // kf_outer_offset
+    src += GeometryCode(p_);
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();
     src += ContextCode(p_);
     src += WithChainHooks(p_, OpCode(p_, two_pass));
@@ -2510,7 +2553,7 @@ class RowKernelGenerator : public KernelGenerator {
       if (captured_entry) launch.captured_entry = "kf_rows_captured";
       plan.launches.push_back(launch);
     }
-    plan.contiguous = true;
+    plan.contiguous = !p_.strided_rows;
     plan.alignment_bytes =
         vec > 1 ? vec * std::max({ElementSize(p_.in_dtype), per_row_ ? 0 : ElementSize(p_.out_dtype),
                                   p_.chain.MaxVectorElementSize()})
@@ -2523,6 +2566,17 @@ class RowKernelGenerator : public KernelGenerator {
                                       ? "in0_numel / max(in0_size0 * in0_size1, 1)"
                                       : "COLS",
                                   vec});
+    }
+    if (p_.strided_rows && vec > 1) {
+      // Every row starts aligned (OuterStrideMultiple): the stride of each outer dim that is
+      // not of size 1 (whose stride means nothing).
+      for (int d = 0; d < p_.ndim - p_.row_dims; ++d) {
+        for (const char* t : {"in0", "out0"}) {
+          if (per_row_ && t == std::string_view("out0")) continue;
+          plan.multiple_of.push_back(
+              {absl::StrCat(t, "_stride", d, " * min(", t, "_size", d, " - 1, 1)"), vec});
+        }
+      }
     }
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }

@@ -44,6 +44,9 @@ struct RowProblem {
   double eps = 0;
   // Rows are the trailing `row_dims` dims of input 0 (ignored for group norm).
   int row_dims = 1;
+  // Input 0 or output 0 is a view whose rows are dense but not adjacent (RequireDenseRows):
+  // the kernel finds each row through the outer dims' strides, one launch, unsplit.
+  bool strided_rows = false;
   int ndim = 1;
   int64_t groups = 1;  // group norm: num_groups
   int64_t channels = 0;  // group norm: C of the captured shape (the prior, the captured path)

@@ -74,8 +74,6 @@ class RowwiseFamily : public Family {
     if (x != 0) {
       return absl::UnimplementedError("the row input must be the target's first input");
     }
-    KF_RETURN_IF_ERROR(RequireDenseFloat(in, "input"));
-    KF_RETURN_IF_ERROR(RequireDenseFloat(out, "output"));
     p.in_dtype = in.dtype();
     p.out_dtype = out.dtype();
     p.ndim = in.sizes_size();
@@ -108,6 +106,9 @@ class RowwiseFamily : public Family {
       }
       p.row_dims = static_cast<int>(shape.size());
     }
+    KF_RETURN_IF_ERROR(RequireDenseRows(in, p.row_dims, "input"));
+    KF_RETURN_IF_ERROR(RequireDenseRows(out, p.row_dims, "output"));
+    p.strided_rows = !IsContiguous(in) || !IsContiguous(out);
     p.cols = 1;
     for (int d = p.ndim - p.row_dims; d < p.ndim; ++d) p.cols *= in.sizes(d);
     p.rows = p.cols > 0 ? Numel(in) / p.cols : 0;

@@ -80,6 +80,11 @@ absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what)
 absl::Status RequireFloat(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
+// A float CUDA tensor whose trailing `row_dims` dims (a row's elements) are dense and
+// innermost, the whole tensor dense in some order: contiguous, or a view such as a transpose
+// of the dims before the row's (the row engine reads its rows through their strides).
+absl::Status RequireDenseRows(const v1::TensorSignature& sig, int row_dims,
+                              std::string_view what);
 // The captured sizes and strides of `sig` as the kernel ABI's tensor (no data), for the host
 // side of device code (broadcast groups, row spans) in the prior and in generated sources.
 KfTensor SignatureTensor(const v1::TensorSignature& sig);

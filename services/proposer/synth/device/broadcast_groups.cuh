@@ -24,6 +24,23 @@ KF_HD bool kf_fits_index32(const KfTensor& t) {
   return t.numel < 0x7fffffffll && span < 0x7fffffffll;
 }
 
+// The first element of row `row` of `t`, whose first `outer_ndim` dims number the rows
+// (row-major) and whose other dims are each row's elements: through t's strides, so rows that
+// are dense but not adjacent (a head dim normalized after a transpose, [B,H,S,D] viewed from
+// [B,S,H,D]) are read in place. Every dim slot is visited at a constant index, so a captured
+// entry's tensor stays constants (row_kernel.cc).
+KF_HD kf_i64 kf_outer_offset(const KfTensor& t, kf_i64 row, int outer_ndim) {
+  kf_i64 offset = 0;
+  for (int d = KF_MAX_DIMS - 1; d >= 0; --d) {
+    if (d < outer_ndim) {
+      const kf_i64 size = t.sizes[d] > 0 ? t.sizes[d] : 1;
+      offset += (row % size) * t.strides[d];
+      row /= size;
+    }
+  }
+  return offset;
+}
+
 template <typename I>
 KF_HD void kf_set_group(KfGroups<I>& g, int k, I size, I stride) {
   g.size[k] = size;
