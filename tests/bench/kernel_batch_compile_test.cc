@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "services/proposer/synth/family_registry.h"
+#include "services/worker/compile_policy.h"
 #include "services/worker/compiler.h"
 #include "tools/bench/anchor_rows.h"
 #include "tools/bench/kernel_batch.h"
@@ -36,6 +37,7 @@ TEST(KernelBatchCompile, BatchedKernelsAreTheSingleCompilesKernels) {
 
   std::vector<BatchMember> members;
   std::vector<std::string> labels;
+  size_t bytes = 0;
   for (const AnchorRow& row : AnchorRows("t-")) {
     if (row.id != "avgpool-r50" && row.id != "gn-vae-fp32" && row.id != "softmax-vocab" &&
         row.id != "rms-norm-bf16" && row.id != "layer-norm-fp16") {
@@ -49,15 +51,18 @@ TEST(KernelBatchCompile, BatchedKernelsAreTheSingleCompilesKernels) {
     auto e = Enumerate(**generator);
     ASSERT_TRUE(e.ok()) << row.id << ": " << e.status();
     ASSERT_GE(e->valid.size(), 2u);
-    // Two per row: ten members keep the program under the compile policy's 256 KiB.
+    // Two per row while the program stays under the compile policy's 256 KiB (with room for
+    // the batch's wrapping of each member), as the sweep cuts its batches.
     for (size_t i : {size_t{0}, e->valid.size() - 1}) {
       auto k = (*generator)->Generate(e->valid[i]);
       ASSERT_TRUE(k.ok()) << k.status();
+      if (bytes + k->source.size() > kMaxSourceBytes - 16 * 1024) continue;
+      bytes += k->source.size();
       members.push_back({k->source, k->launch_plan_json});
       labels.push_back(row.id + " " + e->valid[i].ToString());
     }
   }
-  ASSERT_EQ(members.size(), 10u);
+  ASSERT_GE(members.size(), 8u);
 
   auto batch = BatchKernels(members);
   ASSERT_TRUE(batch.ok()) << batch.status();

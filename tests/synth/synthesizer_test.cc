@@ -128,9 +128,9 @@ TEST(FamilyRegistryTest, RefusesWhatNoFamilyCoversAndSaysWhy) {
   const auto samples = SampleTargets(v1::FLOAT16);
   {
     v1::Target t = Sample(samples, "softmax_last").target;
-    t.mutable_inputs(0)->set_strides(0, 1);  // transposed view
+    t.mutable_inputs(0)->set_strides(0, 1);  // transposed view: a row's elements apart
     t.mutable_inputs(0)->set_strides(2, 128 * 32);
-    EXPECT_THAT(Refusal(t), HasSubstr("not contiguous"));
+    EXPECT_THAT(Refusal(t), HasSubstr("is not dense with its rows' elements adjacent"));
   }
   {
     v1::Target t = Sample(samples, "softmax_last").target;

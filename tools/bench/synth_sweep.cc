@@ -57,6 +57,7 @@
 #include "services/proposer/synth/family.h"
 #include "services/proposer/synth/family_registry.h"
 #include "services/proposer/synth/seeded_rng.h"
+#include "services/worker/compile_policy.h"
 #include "services/worker/compiler.h"
 #include "services/worker/evaluator.h"
 #include "services/worker/evaluator_pipeline.h"
@@ -117,8 +118,13 @@ struct Kernel {  // one distinct generated kernel (several configs may share one
 struct Batch {
   std::vector<size_t> kernels;  // indexes into Row::kernels
   size_t sources = 0;           // distinct sources among them (what NVRTC compiles)
+  size_t source_bytes = 0;      // theirs together: the compile policy caps a program's
   std::string cubin;
 };
+
+// A batch's program is its members' sources, each wrapped (kernel_batch.h): below the compile
+// policy's limit with room for the wrapping.
+constexpr size_t kBatchSourceBytes = kMaxSourceBytes - 16 * 1024;
 
 struct QuickResult {
   std::string verdict;  // "PASS", "MISMATCH", "LAUNCH_ERROR", "CRASH", ...
@@ -373,12 +379,15 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
       row.batches[kernel.batch].kernels.push_back(k);
       continue;
     }
-    if (row.batches.empty() || row.batches.back().sources >= batch_size) {
+    const size_t bytes = kernel.candidate.source().size();
+    if (row.batches.empty() || row.batches.back().sources >= batch_size ||
+        row.batches.back().source_bytes + bytes > kBatchSourceBytes) {
       row.batches.emplace_back();
     }
     kernel.batch = row.batches.size() - 1;
     row.batches.back().kernels.push_back(k);
     ++row.batches.back().sources;
+    row.batches.back().source_bytes += bytes;
     batch_of_source[source_hash] = kernel.batch;
   }
   row.generate_s = Seconds(start);
