@@ -1,5 +1,6 @@
 // ReductionFamily: sum, mean, amax, amin and argmax along adjacent dims of a contiguous
-// tensor. Reducing the trailing dims is a row reduction (the row engine); reducing middle
+// tensor. Reducing the trailing dims is a row reduction (the row engine, which also reads
+// views whose rows are dense: heads normalized after a transpose); reducing middle
 // dims is a column reduction: threads run along the kept inner dim, so loads are
 // coalesced, and the reduced dim is shared by the threads of a block (and, split, by blocks).
 // A chain whose reduction of the trailing dims is broadcast back over the row (RMSNorm
