@@ -143,6 +143,16 @@ class RuntimeInPython(unittest.TestCase):
         loader.exec_module(check)
         return check
 
+    def test_check_optimized_times_the_forwards_side_by_side(self):
+        check = self.check_optimized()
+        order = []
+        calls = {name: (lambda name=name: order.append(name)) for name in ("a", "b", "c")}
+        medians = check.interleaved_median_ms(calls, 3, "cpu", None)
+        # Each round calls every forward once, starting one further along.
+        self.assertEqual(order, ["a", "b", "c", "b", "c", "a", "c", "a", "b"])
+        self.assertEqual(sorted(medians), ["a", "b", "c"])
+        self.assertTrue(all(ms >= 0 for ms in medians.values()))
+
     def test_check_optimized_scales_the_tolerance_by_eagers_own_error(self):
         import torch
         check = self.check_optimized()
