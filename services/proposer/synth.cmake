@@ -6,12 +6,14 @@ set(_kforge_synth_device_code
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/ticket_order.cuh
-  ${CMAKE_CURRENT_LIST_DIR}/synth/device/spread_operand.cuh)
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/spread_operand.cuh
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/softmax_exp.cuh)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh KFORGE_EMBED_FAST_DIVIDE)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh KFORGE_EMBED_BROADCAST_GROUPS)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh KFORGE_EMBED_ELEMENTWISE_PATH)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/ticket_order.cuh KFORGE_EMBED_TICKET_ORDER)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/spread_operand.cuh KFORGE_EMBED_SPREAD_OPERAND)
+file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/softmax_exp.cuh KFORGE_EMBED_SOFTMAX_EXP)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/synth/device/device_code.cc.in
                ${CMAKE_CURRENT_BINARY_DIR}/synth/device_code.cc @ONLY)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_kforge_synth_device_code})

@@ -5,9 +5,11 @@
 // shape (the layout family's copy) is read where its strides say; an elementwise call's path
 // (kf_decide) follows its inputs' forms and alignment; an ordered split's tickets name every
 // chunk's read and write once, every read of a row block before its writes, `lag` apart; a
-// spread chain operand (a per-channel bias) is read where the per-dim walk says, row by row.
+// spread chain operand (a per-channel bias) is read where the per-dim walk says, row by row;
+// a two-pass softmax's shifted exp is eager's exp(x - max), masked and infinite rows included.
 #include "services/proposer/synth/device_code.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -273,6 +275,31 @@ TEST(RowOffset, RowsOfATransposedViewAreFoundThroughItsStrides) {
   EXPECT_EQ(kf_outer_offset(Tensor(dense, ContiguousStrides(dense)), 7, 3), 7 * D);
   const std::vector<long long> per_row = {B, H, S, 1};
   EXPECT_EQ(kf_outer_offset(Tensor(per_row, ContiguousStrides(per_row)), 7, 3), 7);
+}
+
+TEST(SoftmaxExp, OneFfmaBeforeTheEx2IsExpOfTheDifferenceAsEagerHasIt) {
+  auto shifted_exp = [](float x, float max) {
+    const KfExpShift e = kf_exp_shift(max);
+    return std::exp2(std::fma(x, e.scale, e.shift));
+  };
+  // Ordinary rows: within a few of max's ulps in the exponent of exp(x - max).
+  for (float max : {0.f, 3.5f, -7.25f, 40.f, 1000.f}) {
+    for (float d : {0.f, -0.5f, -3.f, -20.f}) {
+      const double want = std::exp(double(d));
+      EXPECT_NEAR(shifted_exp(max + d, max), want, want * 1e-4 + 1e-12) << max << " " << d;
+    }
+    EXPECT_EQ(shifted_exp(-3.3895314e38f, max), 0.f);  // masked by bfloat16's lowest
+    EXPECT_EQ(shifted_exp(-INFINITY, max), 0.f);
+  }
+  // A row masked throughout by the lowest value: exp(0) at every element, as eager's.
+  const float lowest = -3.3895314e38f;
+  EXPECT_EQ(shifted_exp(lowest, lowest), 1.f);
+  EXPECT_EQ(shifted_exp(-3.38e38f, 3.0e38f), 0.f);  // far below a huge max
+  EXPECT_EQ(shifted_exp(3.0e38f, 3.0e38f), 1.f);
+  // An infinite or NaN max: NaN, as eager's inf - inf.
+  EXPECT_TRUE(std::isnan(shifted_exp(-INFINITY, -INFINITY)));
+  EXPECT_TRUE(std::isnan(shifted_exp(INFINITY, INFINITY)));
+  EXPECT_TRUE(std::isnan(shifted_exp(1.f, NAN)));
 }
 
 TEST(ElementwisePath, FollowsTheInputsFormsAndAlignment) {

@@ -632,8 +632,16 @@ TEST(SynthesizerTest, ARegisterCacheHoldsValuesAfterThePrologue) {
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(kernel->source, Not(HasSubstr("#error")));
   EXPECT_THAT(kernel->source, HasSubstr("kf_prologue_apply<V>(pro, v);\n}"));  // kf_cache_in
-  EXPECT_THAT(kernel->source, HasSubstr("v[i] = KF_EXP(v[i] - ctx.a);"));
+  EXPECT_THAT(kernel->source, HasSubstr("v[i] = kf_exp(v[i], ctx);"));
   EXPECT_THAT(kernel->source, HasSubstr("o[i] = v[i] * ctx.b;"));
+  // Fast math into bfloat16: exp(x - max) as one FFMA before the ex2 (device/softmax_exp.cuh);
+  // exact math keeps the difference.
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_SHIFTED_EXP 1\n"));
+  Config exact = regs;
+  exact.Set("fast_math", "0");
+  auto exact_kernel = attention->Generate(exact);
+  ASSERT_TRUE(exact_kernel.ok()) << exact_kernel.status();
+  EXPECT_THAT(exact_kernel->source, HasSubstr("#define KF_SHIFTED_EXP 0\n"));
   EXPECT_THAT(kernel->source, HasSubstr("kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);"));
   // One pass: the online statistics keep their exps; the output pass takes its own.
   Config online = regs;
@@ -676,7 +684,7 @@ TEST(SynthesizerTest, SharedMemoryCanHoldValuesAfterThePrologue) {
   two_pass.Set("algo", "two_pass");
   auto exps = attention->Generate(two_pass);
   ASSERT_TRUE(exps.ok()) << exps.status();
-  EXPECT_THAT(exps->source, HasSubstr("v[i] = KF_EXP(v[i] - ctx.a);\n      st.s += v[i];"));
+  EXPECT_THAT(exps->source, HasSubstr("v[i] = kf_exp(v[i], ctx);\n      st.s += v[i];"));
   EXPECT_THAT(exps->source, HasSubstr("kf_cached_add<1, V>(t, v, c, ctx);  // leaves exp(x - max) "
                                       "in v\n        if (use_smem) kf_smem_put<V>(srow, c - c0, chunk, v);"));
   EXPECT_THAT(exps->source, HasSubstr("kf_finish<1>(t, ctx);\n  exps_cached = true;"));

@@ -3,6 +3,7 @@
 // kernels run host-tested code.
 #pragma once
 
+#include <cmath>
 #include <string_view>
 
 #include "common/kforge_device.h"
@@ -16,6 +17,7 @@ typedef long long kf_i64;
 #include "services/proposer/synth/device/elementwise_path.cuh"
 #include "services/proposer/synth/device/ticket_order.cuh"
 #include "services/proposer/synth/device/spread_operand.cuh"
+#include "services/proposer/synth/device/softmax_exp.cuh"
 #undef KF_HD
 
 // The .cuh texts, to embed in kernel sources after DevicePreamble (which defines KF_HD for the
@@ -25,5 +27,6 @@ std::string_view BroadcastGroupsSource();
 std::string_view ElementwisePathSource();
 std::string_view TicketOrderSource();
 std::string_view SpreadOperandSource();  // after FastDivideSource
+std::string_view SoftmaxExpSource();
 
 }  // namespace kforge::synth

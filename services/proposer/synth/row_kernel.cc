@@ -205,7 +205,7 @@ constexpr std::pair<const char*, const char*> kSmemExpOnceAccesses[] = {
     kf_cache_in<V>(v, c, ctx);
     if (exps_cached) {
 #pragma unroll
-      for (int i = 0; i < V; ++i) v[i] = KF_EXP(v[i] - ctx.a);
+      for (int i = 0; i < V; ++i) v[i] = kf_exp(v[i], ctx);
     }
   };
 )"},
@@ -1179,7 +1179,7 @@ __device__ __forceinline__ void kf_cached_add(KfStat& st, )",
     src += R"(  if (P == 1) {
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      v[i] = KF_EXP(v[i] - ctx.a);
+      v[i] = kf_exp(v[i], ctx);
       st.s += v[i];
     }
     return;
@@ -1236,6 +1236,7 @@ struct KfRowCtx {
   kf_i64 cols;
   float a;
   float b;
+  float scale, shift;  // a two-pass softmax's exp(x - max) as ex2(x * scale + shift)
   const TW* w;
   const TB* bias;
   kf_i64 c_first;
@@ -1250,6 +1251,8 @@ __device__ __forceinline__ void kf_init_ctx(KfRowCtx& ctx, const KfArgs& args, k
   ctx.cols = cols;
   ctx.a = 0.f;
   ctx.b = 0.f;
+  ctx.scale = 0.f;
+  ctx.shift = 0.f;
   ctx.w = nullptr;
   ctx.bias = nullptr;
   ctx.c_first = 0;
@@ -1513,6 +1516,16 @@ __device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx
 struct KfStat { float m; float s; };
 template <int P> __device__ __forceinline__ KfStat kf_identity() { return {)",
                           kNegInf, R"(, 0.f}; }
+// exp(x - max): with KF_SHIFTED_EXP, ex2(x * scale + shift) (device/softmax_exp.cuh).
+__device__ __forceinline__ float kf_exp(float x, const KfRowCtx& ctx) {
+#if KF_SHIFTED_EXP
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(x, ctx.scale, ctx.shift)));
+  return y;
+#else
+  return KF_EXP(x - ctx.a);
+#endif
+}
 template <int P, int V>
 __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 col,
                                        const KfRowCtx& ctx) {
@@ -1521,7 +1534,7 @@ __device__ __forceinline__ void kf_add(KfStat& st, const float (&v)[V], kf_i64 c
     for (int i = 0; i < V; ++i) st.m = fmaxf(st.m, v[i]);
   } else {
 #pragma unroll
-    for (int i = 0; i < V; ++i) st.s += KF_EXP(v[i] - ctx.a);
+    for (int i = 0; i < V; ++i) st.s += kf_exp(v[i], ctx);
   }
 }
 template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, const KfStat& b) {
@@ -1530,13 +1543,17 @@ template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, con
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
   if (P == 0) {
     ctx.a = s.m;
+    const KfExpShift e = kf_exp_shift(s.m);
+    ctx.scale = e.scale;
+    ctx.shift = e.shift;
   } else {
     )",
                           finish1, R"(
   }
 }
 __device__ __forceinline__ float kf_out(float x, kf_i64 col, const KfRowCtx& ctx) { )",
-                          out, " }\n", kNoOutParams, kOutVecOfOut);
+                          p.op == RowOp::kSoftmax ? "return kf_exp(x, ctx) * ctx.b;" : out,
+                          " }\n", kNoOutParams, kOutVecOfOut);
     }
     case RowOp::kLayerNorm:
     case RowOp::kGroupNorm: {
@@ -2423,8 +2440,10 @@ class RowKernelGenerator : public KernelGenerator {
                     "\n#define KF_PER_ROW ", per_row_ ? 1 : 0,
                     "\n#define KF_MIN_BLOCKS ", sync || ordered ? ResidentBlocksPerSm(c) : 1,
                     "\n#define KF_SPLIT_MIN_BLOCKS ",
-                    scratch || stream ? SplitBlocksPerSm(c) : 1, "\n");
+                    scratch || stream ? SplitBlocksPerSm(c) : 1, "\n#define KF_SHIFTED_EXP ",
+                    ShiftedExp(c) ? 1 : 0, "\n");
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
+    src += SoftmaxExpSource();  // a two-pass softmax's kf_exp_shift
     if (p_.strided_rows) src += BroadcastGroupsSource();  // kf_outer_offset
     src += GeometryCode(p_);
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();
@@ -2618,6 +2637,12 @@ class RowKernelGenerator : public KernelGenerator {
   // exp(x - max) there and the output pass multiplies (CacheHooks, kSmemExpOnceAccesses).
   bool ExpOnce(const Config& c) const {
     return p_.op == RowOp::kSoftmax && TwoPass(c) && AfterPrologue(c);
+  }
+  // A fast-math two-pass softmax into a 16-bit output takes exp(x - max) as one FFMA before
+  // the ex2 (kf_exp).
+  bool ShiftedExp(const Config& c) const {
+    return p_.op == RowOp::kSoftmax && TwoPass(c) && c.GetInt("fast_math") == 1 &&
+           ElementSize(p_.out_dtype) == 2;
   }
   // A split whose blocks take the sync split's items in ticket order (kOrderedEntry).
   bool InTicketOrder(const Config& c) const {
