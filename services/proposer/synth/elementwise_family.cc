@@ -1180,10 +1180,8 @@ class ElementwiseFamily : public Family {
     p.out_dtype = out.dtype();
     p.numel = Numel(out);
     p.out_tensor = SignatureTensor(out);
-    // Dense in some order: contiguous, or a permutation of it (eager's layout of a transposed
-    // input's result), which the kernel writes in its memory order (kf_in_memory_order).
-    const KfTensor ordered = kf_in_memory_order(p.out_tensor, p.out_tensor, p.out_tensor).out;
-    if (!kf_flat(ordered, ordered)) {
+    // Dense in some order, which the kernel writes in its memory order (kf_in_memory_order).
+    if (!IsDenseInSomeOrder(out)) {
       return absl::UnimplementedError(absl::StrCat(
           "the output is not dense (sizes [", absl::StrJoin(out.sizes(), ","), "], strides [",
           absl::StrJoin(out.strides(), ","), "]); the family writes dense outputs"));

@@ -1543,9 +1543,11 @@ template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, con
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
   if (P == 0) {
     ctx.a = s.m;
+#if KF_SHIFTED_EXP
     const KfExpShift e = kf_exp_shift(s.m);
     ctx.scale = e.scale;
     ctx.shift = e.shift;
+#endif
   } else {
     )",
                           finish1, R"(
@@ -2443,7 +2445,7 @@ class RowKernelGenerator : public KernelGenerator {
                     scratch || stream ? SplitBlocksPerSm(c) : 1, "\n#define KF_SHIFTED_EXP ",
                     ShiftedExp(c) ? 1 : 0, "\n");
     src += FastDivideSource();  // group norm's channel lookup (KfRowCtx holds a KfDivisor)
-    src += SoftmaxExpSource();  // a two-pass softmax's kf_exp_shift
+    if (ShiftedExp(c)) src += SoftmaxExpSource();  // kf_exp_shift
     if (p_.strided_rows) src += BroadcastGroupsSource();  // kf_outer_offset
     src += GeometryCode(p_);
     if (!p_.chain.empty()) src += p_.chain.DeviceCode();

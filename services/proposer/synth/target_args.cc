@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "common/shape_key.h"
 #include "common/status.h"
+#include "services/proposer/synth/device_code.h"
 
 namespace kforge::synth {
 
@@ -235,36 +236,24 @@ absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what)
   return RequireCuda(sig, what);
 }
 
+bool IsDenseInSomeOrder(const v1::TensorSignature& sig) {
+  const KfTensor t = SignatureTensor(sig);
+  const KfTensor ordered = kf_in_memory_order(t, t, t).out;
+  return kf_flat(ordered, ordered);
+}
+
 absl::Status RequireDenseRows(const v1::TensorSignature& sig, int row_dims,
                               std::string_view what) {
   KF_RETURN_IF_ERROR(RequireFloat(sig, what));
   if (IsContiguous(sig)) return absl::OkStatus();
-  // Dense in some order (no two elements share memory, no gap), the row's dims innermost and
-  // adjacent: the rows are read through the outer dims' strides.
+  // Dense in some order, the row's dims innermost and adjacent in their logical order: the
+  // rows are read through the outer dims' strides.
   const int ndim = sig.sizes_size();
-  std::vector<int> order(ndim);
-  for (int d = 0; d < ndim; ++d) order[d] = d;
-  auto size = [&](int d) { return sig.sizes(d); };
-  auto stride = [&](int d) { return d < sig.strides_size() ? sig.strides(d) : -1; };
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    // innermost first; a dim of size 1 has no meaningful stride, so it goes outermost
-    if ((size(a) == 1) != (size(b) == 1)) return size(b) == 1;
-    return stride(a) < stride(b);
-  });
-  bool dense = sig.strides_size() == ndim;
-  int64_t expected = 1;
-  for (int k = 0; k < ndim && dense; ++k) {
-    const int d = order[k];
-    if (size(d) == 1) continue;
-    dense = stride(d) == expected;
-    expected *= size(d);
-  }
-  // The row's dims: the innermost in memory, in their logical order.
-  for (int k = 0; k < row_dims && k < ndim && dense; ++k) {
-    const int d = ndim - 1 - k;
-    int64_t inner = 1;
-    for (int e = d + 1; e < ndim; ++e) inner *= size(e);
-    dense = size(d) == 1 || stride(d) == inner;
+  bool dense = sig.strides_size() == ndim && IsDenseInSomeOrder(sig);
+  int64_t inner = 1;
+  for (int d = ndim - 1; d >= ndim - row_dims && d >= 0 && dense; --d) {
+    dense = sig.sizes(d) == 1 || sig.strides(d) == inner;
+    inner *= sig.sizes(d);
   }
   if (!dense) {
     return absl::UnimplementedError(absl::StrCat(

@@ -80,6 +80,9 @@ absl::Status RequireDense(const v1::TensorSignature& sig, std::string_view what)
 absl::Status RequireFloat(const v1::TensorSignature& sig, std::string_view what);
 // Refusal unless `sig` is a contiguous float/half/bfloat16 CUDA tensor; `what` names it.
 absl::Status RequireDenseFloat(const v1::TensorSignature& sig, std::string_view what);
+// Whether `sig` is dense in some order of its dims (contiguous, or a permutation of it: eager's
+// layout of a transposed input's result), as the kernels walk it (kf_in_memory_order).
+bool IsDenseInSomeOrder(const v1::TensorSignature& sig);
 // A float CUDA tensor whose trailing `row_dims` dims (a row's elements) are dense and
 // innermost, the whole tensor dense in some order: contiguous, or a view such as a transpose
 // of the dims before the row's (the row engine reads its rows through their strides).
