@@ -284,7 +284,11 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
   // Which nodes call which kernels; only kernels that some node calls go into the bundle. The
   // capture's graph.json says which nodes were called with each target's signature.
   std::vector<RewriteKernel> rewrite_kernels;
-  for (const Winner& w : winners) rewrite_kernels.push_back({w.kernel_id, w.target});
+  for (const Winner& w : winners) {
+    const v1::EvaluationResult& e = w.candidate.evaluation();
+    rewrite_kernels.push_back(
+        {w.kernel_id, w.target, e.eager().median_s() - e.candidate().median_s()});
+  }
   std::string graph_json;
   if (absl::StatusOr<v1::OperatorProfile> profile = dir.ReadProfile(); profile.ok()) {
     graph_json = profile->graph_json();

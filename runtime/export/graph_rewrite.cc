@@ -365,7 +365,8 @@ std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, in
                             : "",
                         " (the kernel is proven for the captured values only)");
   }
-  return absl::StrCat(which, " already call other kernels with other tensor inputs");
+  return absl::StrCat(which, " go to another target's kernel: a chain that ends there too "
+                      "and saves more per call, or a longer chain they are part of");
 }
 
 }  // namespace
@@ -430,8 +431,11 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
   };
   std::map<std::string, Tally> tally;
   for (Node* node : nodes) {
-    PlannedNode planned;
-    planned.node = node;
+    // The calls that could replace this node: each subgraph ending here that some kernel's
+    // target matches, with its kernels (which share the call's inputs) and what one call of
+    // the best of them saves.
+    std::vector<PlannedNode> calls;
+    std::vector<double> saving_s;
     const std::string kind = node->kind().toQualString();
     for (const RewriteKernel& k : kernels) {
       const int last = k.target.nodes_size() - 1;
@@ -452,21 +456,31 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
         if (!seen) continue;
       }
       ++t.with_constants;
-      // Kernels of one node share the call's subgraph and input list.
-      if (!planned.kernel_ids.empty() &&
-          (match->nodes != planned.nodes || match->inputs != planned.input_positions)) {
-        continue;
+      size_t c = 0;
+      while (c < calls.size() &&
+             (match->nodes != calls[c].nodes || match->inputs != calls[c].input_positions)) {
+        ++c;
       }
-      planned.nodes = match->nodes;
-      planned.input_positions = match->inputs;
-      planned.inputs.clear();
-      for (const auto& [n, j] : planned.input_positions) {
-        planned.inputs.push_back(planned.nodes[n]->input(j));
+      if (c == calls.size()) {
+        PlannedNode call;
+        call.node = node;
+        call.nodes = match->nodes;
+        call.input_positions = match->inputs;
+        for (const auto& [n, j] : call.input_positions) {
+          call.inputs.push_back(call.nodes[n]->input(j));
+        }
+        calls.push_back(std::move(call));
+        saving_s.push_back(k.saving_s);
       }
-      planned.kernel_ids.push_back(k.kernel_id);
+      calls[c].kernel_ids.push_back(k.kernel_id);
+      saving_s[c] = std::max(saving_s[c], k.saving_s);
     }
-    if (planned.kernel_ids.empty()) continue;
-    plan.nodes.push_back(std::move(planned));
+    if (calls.empty()) continue;
+    // Chains of different lengths can end at one node (group_norm -> silu, and the residual's
+    // add -> div before them): with eager times additive, the longer call beats the shorter
+    // one plus eager's nodes before it exactly when it saves more per call.
+    const size_t best = std::max_element(saving_s.begin(), saving_s.end()) - saving_s.begin();
+    plan.nodes.push_back(std::move(calls[best]));
   }
   // A node inside a planned chain goes with the chain, not on its own as well.
   std::unordered_map<Node*, bool> in_chain;

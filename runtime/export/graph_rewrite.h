@@ -10,10 +10,11 @@
 // constant scalar arguments, and — with the capture's graph.json — when the capture observed it
 // called with the target's input signature (sizes, strides, dtypes). A chain target's nodes
 // must be such nodes each of whose one output only the next uses; the whole chain is replaced
-// (and a node of it is not rewritten on its own as well). graph.json lists the nodes
-// of the same inlined graph in the same order; without it (or when it does not line up with
-// the model's graph) every node with the operator and constants gets every such kernel, and
-// the runtime's guards pick the one whose shape matches.
+// (and a node of it is not rewritten on its own as well); where several targets' chains end at
+// one node, the one whose kernel saves the most per call is. graph.json lists the nodes of the
+// same inlined graph in the same order; without it (or when it does not line up with the
+// model's graph) every node with the operator and constants gets every such kernel, and the
+// runtime's guards pick the one whose shape matches.
 //
 // Planning and applying are separate so the exporter can write the manifest — whose sha256
 // the graph carries — with only the kernels that some node will call.
@@ -33,6 +34,9 @@ namespace kforge {
 struct RewriteKernel {
   std::string kernel_id;
   v1::Target target;  // one node, or a chain
+  // What one call saves over eager (the run's eager median minus the kernel's): where
+  // several targets' chains end at one node, the one that saves most is rewritten there.
+  double saving_s = 0;
 };
 
 struct PlannedNode {

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/tensor_signature.h"
 #include "nlohmann/json.hpp"
 #include "runtime/export/export_cli.h"
 #include "runtime/export/exporter.h"
@@ -270,6 +271,42 @@ TEST_F(PlanRewriteOnResNet, AGraphJsonOfAnotherModelIsNotUsed) {
   EXPECT_FALSE(plan->used_observations);
   EXPECT_THAT(plan->note, HasSubstr("does not describe this model's graph"));
   EXPECT_EQ(plan->nodes.size(), 53u);  // operator and constants only
+}
+
+TEST(PlanRewriteChainsTest, WhereTwoChainsEndAtOneNodeTheOneThatSavesMoreIsRewritten) {
+  // The fused fixture's softmax(x * 0.125 + mask) beside its suffix add -> softmax, whose first
+  // input is the mul's output (x's signature): both end at the softmax node, and that node
+  // calls the kernel that saves more per call, whichever it is; the other is unmatched, why
+  // said.
+  const fs::path fixture = kFixtures / "fused";
+  absl::StatusOr<v1::OperatorProfile> profile = RunDirectory(fixture / "run").ReadProfile();
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const v1::Target* chain = nullptr;
+  for (const v1::Target& t : profile->targets()) {
+    if (TargetOpName(t) == "aten::mul -> aten::add -> aten::softmax") chain = &t;
+  }
+  ASSERT_NE(chain, nullptr);
+  v1::Target suffix = *chain;
+  suffix.mutable_nodes()->DeleteSubrange(0, 1);
+  const std::string mul_out = chain->nodes(0).outputs(0);
+  suffix.set_input_names(0, mul_out);  // x itself is read by the mul only
+  ASSERT_EQ(TargetOpName(suffix), "aten::add -> aten::softmax");
+
+  for (const double long_saving : {2e-6, 1e-6}) {
+    SCOPED_TRACE(long_saving);
+    torch::jit::Module module = torch::jit::load((fixture / "model" / "model.pt").string());
+    absl::StatusOr<RewritePlan> plan = PlanRewrite(
+        module, {{"long", *chain, long_saving}, {"short", suffix, 1.5e-6}}, profile->graph_json());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->used_observations) << plan->note;
+    const std::string winner = long_saving > 1.5e-6 ? "long" : "short";
+    const std::string loser = winner == "long" ? "short" : "long";
+    ASSERT_EQ(plan->nodes.size(), 1u);
+    EXPECT_EQ(plan->nodes[0].kernel_ids, std::vector<std::string>{winner});
+    EXPECT_EQ(plan->nodes[0].nodes.size(), winner == "long" ? 3u : 2u);
+    EXPECT_EQ(plan->nodes_per_kernel.count(loser), 0u);
+    EXPECT_THAT(plan->unmatched[loser], HasSubstr("a chain that ends there too and saves more"));
+  }
 }
 
 TEST(RuntimeModelsTest, AnExportWithNothingToRewriteSaysWhyAlsoThroughTheOptimizeHook) {
