@@ -178,6 +178,11 @@ v1::ScalarValue Ints(const std::vector<int64_t>& values) {
   for (int64_t v : values) s.mutable_int_list()->add_values(v);
   return s;
 }
+v1::ScalarValue Floats(const std::vector<double>& values) {
+  v1::ScalarValue s;
+  for (double v : values) s.mutable_float_list()->add_values(v);
+  return s;
+}
 }  // namespace scalar
 
 }  // namespace kforge

@@ -38,6 +38,7 @@ v1::ScalarValue Bool(bool v);
 v1::ScalarValue Str(const std::string& v);
 v1::ScalarValue None();
 v1::ScalarValue Ints(const std::vector<int64_t>& values);
+v1::ScalarValue Floats(const std::vector<double>& values);
 }  // namespace scalar
 
 // As Python prints it: 3, 1e-05, True, 'tanh', [1,1], None.

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -943,9 +944,19 @@ bool WritesOtherThan(const torch::jit::Node* node, int allowed) {
   return false;
 }
 
+// Whether some family writes a chain of these groups as one kernel (one that writes single ops
+// only, as the layout family does, refuses an elementwise prologue before its op).
+using ChainWritten = std::function<bool(const std::vector<int>& groups,
+                                        const std::vector<int>& links,
+                                        const std::vector<std::vector<SlotRef>>& shared)>;
+
+// The chains of calls whose ops families cover, each as long as a family writes it: a chain
+// no family writes gives up its last nodes until one does (add -> div before an upsample stays
+// an elementwise chain).
 std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<int>& sequence,
                               const std::vector<Group>& groups,
-                              const std::vector<std::string>& family) {
+                              const std::vector<std::string>& family,
+                              const ChainWritten& written) {
   const std::unordered_map<const torch::jit::Node*, size_t> calls =
       MatchCalls(forward.nodes, sequence, groups);
   auto group_of = [&](const torch::jit::Node* n) {
@@ -983,7 +994,7 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
       node = next;
     }
     if (path.size() < 2) continue;
-    for (const torch::jit::Node* n : path) taken[n] = true;
+    // Node i's shared slots depend on nodes 0..i only: a shorter chain keeps a prefix of them.
     std::vector<std::vector<SlotRef>> shared(path.size());
     std::unordered_map<const torch::jit::Value*, SlotRef> first_reader;
     for (size_t i = 0; i < path.size(); ++i) {
@@ -995,6 +1006,14 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
         if (!first) shared[i][slot] = it->second;
       }
     }
+    while (path.size() >= 2 && !written(path_groups, links, shared)) {
+      path.pop_back();
+      path_groups.pop_back();
+      links.pop_back();
+      shared.pop_back();
+    }
+    if (path.size() < 2) continue;
+    for (const torch::jit::Node* n : path) taken[n] = true;
     Chain& chain = found[{path_groups, links, shared}];
     if (chain.instances++ == 0) {
       chain.groups = path_groups;
@@ -1299,7 +1318,17 @@ absl::StatusOr<CaptureResult> RunCapture(const CaptureOptions& options, Store* s
                                    BriefError(e.what_without_backtrace())));
   }
   std::vector<Chain> chains;
-  if (options.fuse && inlined) chains = FindChains(*inlined, recorder.sequence(), groups, families);
+  const ChainWritten written = [&](const std::vector<int>& chain_groups,
+                                   const std::vector<int>& links,
+                                   const std::vector<std::vector<SlotRef>>& shared) {
+    std::vector<const Group*> nodes;
+    for (int g : chain_groups) nodes.push_back(&groups[g]);
+    return family && !family(MakeSubgraphTarget(nodes, links, 1, result.profiled_forward_s,
+                                                &shared)).empty();
+  };
+  if (options.fuse && inlined) {
+    chains = FindChains(*inlined, recorder.sequence(), groups, families, written);
+  }
 
   // A call inside a chain belongs to the chain's target: each op's target keeps its other calls.
   std::vector<int64_t> chained_calls(groups.size(), 0);

@@ -129,17 +129,25 @@ TEST(Capturer, CapOnCapturedInputsIsReported) {
   EXPECT_TRUE(result->target_inputs.empty());
 }
 
-// The families the synthesizer's registry gives these ops (the capture library does not link
-// the synthesizer).
+// The families the synthesizer's registry gives these ops and their chains (the capture
+// library does not link the synthesizer): a chain's is its one other op's family, else
+// elementwise; the layout family (upsample_nearest2d) writes single ops only.
 std::string ChainFamilyOf(const v1::Target& t) {
-  if (t.nodes_size() != 1) return "";
-  const std::string& op = t.nodes(0).op();
-  if (op == "aten::softmax") return "rowwise";
-  if (op == "aten::batch_norm") return "batch_norm";
-  for (const char* e : {"aten::mul", "aten::add", "aten::relu_", "aten::sigmoid"}) {
-    if (op == e) return "elementwise";
+  std::string family = "elementwise";
+  for (const v1::SubgraphNode& node : t.nodes()) {
+    const std::string& op = node.op();
+    if (op == "aten::softmax") {
+      family = "rowwise";
+    } else if (op == "aten::batch_norm") {
+      family = "batch_norm";
+    } else if (op == "aten::upsample_nearest2d" && t.nodes_size() == 1) {
+      family = "layout";
+    } else if (op != "aten::mul" && op != "aten::add" && op != "aten::relu_" &&
+               op != "aten::sigmoid") {
+      return "";
+    }
   }
-  return "";
+  return family;
 }
 
 std::vector<std::string> OpsOf(const v1::Target& t) {
@@ -185,7 +193,7 @@ TEST(Capturer, FuseMakesChainsTargetsWhoseReferenceIsTheModel) {
   EXPECT_EQ(p.targets_size(), 6);  // the two chains, sigmoid, relu_ and the two muls after them
 
   const v1::Target& chain = *by_ops[softmax_chain];
-  EXPECT_EQ(chain.family(), "");  // the lookup knows single ops only
+  EXPECT_EQ(chain.family(), "rowwise");
   EXPECT_EQ(chain.input_names_size(), 2);  // x and the mask; 0.125 is a number
   EXPECT_EQ(chain.nodes(1).args(0).tensor(), "v0");
   EXPECT_EQ(chain.nodes(2).args(0).tensor(), "v1");
@@ -219,6 +227,33 @@ TEST(Capturer, FuseMakesChainsTargetsWhoseReferenceIsTheModel) {
     ASSERT_EQ(got->size(), 1u);
     EXPECT_TRUE((*got)[0].allclose((*outputs)[output].tensor)) << t.id();
   }
+}
+
+TEST(Capturer, AChainNoFamilyWritesGivesUpItsLastNodes) {
+  // x * 2.0 + 1.0 before an upsample: mul -> add -> upsample_nearest2d is no family's (layout
+  // writes single ops only), so the chain stops before the upsample: the elementwise prologue
+  // is one target, the upsample another, both searchable.
+  TempDir dir;
+  CommandResult made = RunCommand(Python() + " " + Quote(std::string(KFORGE_SOURCE_DIR) +
+                                                          "/tests/capture/make_prologue_model.py") +
+                                      " " + Quote((dir / "model").string()),
+                                  dir.path());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  CaptureOptions options;
+  options.model_path = (dir / "model" / "model.pt").string();
+  options.inputs_path = (dir / "model" / "inputs.pt").string();
+  options.device = "cpu";
+  options.warmup = 1;
+  options.iters = 2;
+  options.top_k = 20;
+  options.fuse = true;
+  auto result = Capturer::Run(options, nullptr, ChainFamilyOf);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::map<std::vector<std::string>, std::string> families;
+  for (const v1::Target& t : result->profile.targets()) families[OpsOf(t)] = t.family();
+  EXPECT_EQ(families, (std::map<std::vector<std::string>, std::string>{
+                          {{"aten::mul", "aten::add"}, "elementwise"},
+                          {{"aten::upsample_nearest2d"}, "layout"}}));
 }
 
 TEST(CaptureService, CapturesModelFromStoreDigestsOverGrpc) {

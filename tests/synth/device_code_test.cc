@@ -6,7 +6,8 @@
 // (kf_decide) follows its inputs' forms and alignment; an ordered split's tickets name every
 // chunk's read and write once, every read of a row block before its writes, `lag` apart; a
 // spread chain operand (a per-channel bias) is read where the per-dim walk says, row by row;
-// a two-pass softmax's shifted exp is eager's exp(x - max), masked and infinite rows included.
+// a two-pass softmax's shifted exp is eager's exp(x - max), masked and infinite rows included;
+// an upsampled view (kf_repeat_view) reads each output element's nearest input.
 #include "services/proposer/synth/device_code.h"
 
 #include <cmath>
@@ -185,6 +186,57 @@ TEST(BroadcastGroups, AViewReadAlongItsOwnShapeMatchesThePerDimWalk) {
     ExpectOffsetsMatch<int>(view, view);
     ExpectOffsetsMatch<kf_i64>(view, view);
   }
+}
+
+// Nearest-neighbour upsampling as the layout family reads it: output element (n, c, h, w) of
+// random transposed views upsampled by whole factors comes from input (n, c, h / rh, w / rw),
+// through the input's strides, reading kf_repeat_view along its own shape.
+TEST(BroadcastGroups, ARepeatViewReadsEachOutputElementsNearestInput) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<long long> sizes = RandomSizes(rng);
+    const int dims = static_cast<int>(sizes.size());
+    std::vector<int> order(dims), repeat(dims);
+    for (int d = 0; d < dims; ++d) order[d] = d;
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<long long> strides(dims), out_sizes(dims);
+    long long s = 1;
+    for (int k = dims - 1; k >= 0; --k) {
+      strides[order[k]] = s;
+      s *= sizes[order[k]];
+    }
+    for (int d = 0; d < dims; ++d) {
+      repeat[d] = 1 + static_cast<int>(rng() % 3);
+      out_sizes[d] = sizes[d] * repeat[d];
+    }
+    const KfTensor in = Tensor(sizes, strides);
+    KfTensor view;
+    if (!kf_repeat_view(in, repeat.data(), view)) {
+      int extra = 0;
+      for (int r : repeat) extra += r > 1;
+      EXPECT_GT(dims + extra, KF_MAX_DIMS);
+      continue;
+    }
+    const KfGroups<int> g = Groups<int>(view, view);
+    ASSERT_EQ(view.numel, Tensor(out_sizes, ContiguousStrides(out_sizes)).numel);
+    for (long long e = 0; e < view.numel; ++e) {
+      long long rest = e, expected = 0;
+      for (int d = dims - 1; d >= 0; --d) {
+        expected += (rest % out_sizes[d]) / repeat[d] * strides[d];
+        rest /= out_sizes[d];
+      }
+      ASSERT_EQ(kf_group_offset<int>(g, static_cast<int>(e)), expected) << "element " << e;
+    }
+  }
+  // Five dims, four of them upsampled, need nine: more than the ABI's eight; three, eight.
+  const int repeat[5] = {1, 2, 2, 2, 2};
+  KfTensor view;
+  EXPECT_FALSE(kf_repeat_view(Tensor({1, 2, 3, 4, 5}, ContiguousStrides({1, 2, 3, 4, 5})),
+                              repeat, view));
+  const int three[5] = {1, 2, 2, 2, 1};
+  EXPECT_TRUE(kf_repeat_view(Tensor({1, 2, 3, 4, 5}, ContiguousStrides({1, 2, 3, 4, 5})),
+                             three, view));
+  EXPECT_EQ(view.ndim, 8);
 }
 
 // An output dense in some order (a transposed q times a table of positions, as rotary

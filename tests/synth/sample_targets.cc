@@ -19,6 +19,7 @@ using scalar::Bool;
 using scalar::Str;
 using scalar::None;
 using scalar::Ints;
+using scalar::Floats;
 
 // Builds a single-node target: tensors become inputs in0, in1, ... in argument order.
 class TargetBuilder {
@@ -720,6 +721,17 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
     add("clone_transpose_last", "layout",
         TargetBuilder("aten::clone", "").Tensor("self", Strided(m, {m[1] * m[2], 1, m[1]}, t))
             .Scalar("memory_format", Int(0)).Output(Dense(m, t)));
+    // Nearest-neighbour upsampling by 2 in both spatial dims (a VAE decoder's, a UNet's), and
+    // to given sizes, 3 times the rows and twice the columns (the default overload).
+    S u = pick({2, 64, 32, 32}, {1, 3, 5, 7});
+    add("upsample_nearest2d", "layout",
+        TargetBuilder("aten::upsample_nearest2d", "vec").Tensor("input", Dense(u, t))
+            .Scalar("output_size", None()).Scalar("scale_factors", Floats({2.0, 2.0}))
+            .Output(Dense({u[0], u[1], 2 * u[2], 2 * u[3]}, t)));
+    add("upsample_nearest2d_sizes", "layout",
+        TargetBuilder("aten::upsample_nearest2d", "").Tensor("self", Dense(u, t))
+            .Scalar("output_size", Ints({3 * u[2], 2 * u[3]})).Scalar("scales_h", None())
+            .Scalar("scales_w", None()).Output(Dense({u[0], u[1], 3 * u[2], 2 * u[3]}, t)));
   }
   return out;
 }

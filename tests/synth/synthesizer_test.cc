@@ -960,6 +960,46 @@ TEST(SynthesizerTest, LayoutCopiesReadViewsThroughTheirStrides) {
   EXPECT_THAT(Refusal(converting), HasSubstr("dtype bfloat16 into float32"));
 }
 
+// Nearest-neighbour upsampling by whole factors is a layout copy of kf_repeat_view: the
+// factors and the upsampled row's spread compiled in, the floor the input read once and the
+// output written once; a ratio whose float source index is not dst / r, and a channels-last
+// output (eager's for a channels-last input), are refused with the reason.
+TEST(SynthesizerTest, NearestUpsamplingByWholeFactorsIsALayoutCopy) {
+  const auto samples = SampleTargets(v1::FLOAT32);
+  const v1::Target up = Sample(samples, "upsample_nearest2d").target;
+  EXPECT_EQ(FamilyRegistry::Default().FamilyFor(up), "layout");
+  auto generator = Bind(up);
+  ASSERT_NE(generator, nullptr);
+  EXPECT_DOUBLE_EQ(generator->MinBytes(), (2.0 * 64 * 32 * 32 + 2.0 * 64 * 64 * 64) * 4);
+  auto spread = generator->Generate(*generator->Space().Parse("threads=256;vec=4;ilp=2;grid=stride"));
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  EXPECT_THAT(spread->source, HasSubstr("#define KF_REPEAT 1, 1, 2, 2\n#define KF_SPREAD 2\n"));
+  // Two floats per vector are one input element repeated: no spread to compile.
+  auto repeat = generator->Generate(*generator->Space().Parse("threads=256;vec=2;ilp=2;grid=stride"));
+  ASSERT_TRUE(repeat.ok()) << repeat.status();
+  EXPECT_THAT(repeat->source, HasSubstr("#define KF_REPEAT 1, 1, 2, 2\n"));
+  EXPECT_THAT(repeat->source, Not(HasSubstr("#define KF_SPREAD")));
+  auto sizes = Bind(Sample(samples, "upsample_nearest2d_sizes").target);
+  ASSERT_NE(sizes, nullptr);
+  auto three = sizes->Generate(*sizes->Space().Parse("threads=128;vec=4;ilp=1;grid=oneshot"));
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_THAT(three->source, HasSubstr("#define KF_REPEAT 1, 1, 3, 2\n#define KF_SPREAD 2\n"));
+
+  v1::Target half = up;  // 32 -> 48 rows: a factor of 1.5
+  half.mutable_outputs(0)->set_sizes(2, 48);
+  half.mutable_outputs(0)->clear_strides();
+  for (int64_t st : {64 * 48 * 64, 48 * 64, 64, 1}) half.mutable_outputs(0)->add_strides(st);
+  for (auto& arg : *half.mutable_nodes(0)->mutable_args()) {
+    if (arg.name() == "scale_factors") *arg.mutable_scalar() = scalar::Floats({1.5, 2.0});
+  }
+  EXPECT_THAT(Refusal(half), HasSubstr("spatial dim 0 goes from 32 to 48; the layout family "
+                                       "covers upsampling by whole factors"));
+  v1::Target channels_last = up;
+  channels_last.mutable_outputs(0)->clear_strides();
+  for (int64_t st : {64 * 64 * 64, 1, 64 * 64, 64}) channels_last.mutable_outputs(0)->add_strides(st);
+  EXPECT_THAT(Refusal(channels_last), HasSubstr("output is not contiguous"));
+}
+
 // sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is
 // another overload, refused.
 TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {

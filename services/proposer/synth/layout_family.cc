@@ -1,14 +1,19 @@
 // LayoutFamily: copies that change a tensor's layout, not its values — contiguous, clone and
 // reshape of a strided view (attention's transpose(1, 2).contiguous(), a key/value head
-// repeated by expand + reshape) into a contiguous output of any element type. The kernel reads
-// the input through its own sizes and strides at run time, its dims merged into groups
-// (device/broadcast_groups.cuh: kf_groups of the input along its own shape), so one source
-// serves every layout: vectors where the innermost group is dense (or repeats one element),
+// repeated by expand + reshape) into a contiguous output of any element type — and
+// nearest-neighbour upsampling by integer factors, which is a copy of a view that repeats
+// each element (kf_repeat_view). The kernel reads the input through its own sizes and strides
+// at run time, its dims merged into groups (device/broadcast_groups.cuh: kf_groups of the input
+// along its own shape), so one source serves every layout: vectors where the innermost group is
+// dense, repeats one element, or repeats each of a few adjacent ones (an upsampled row),
 // element by element otherwise.
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "services/proposer/synth/device_code.h"
 #include "services/proposer/synth/family.h"
@@ -21,16 +26,23 @@ namespace {
 struct LayoutProblem {
   std::string name;
   v1::DType dtype = v1::FLOAT32;
-  int64_t numel = 0;
-  KfGroups<kf_i64> in_groups = {};  // the captured input's groups along its shape (the prior)
+  int64_t numel = 0;       // the output's elements
+  int64_t read_numel = 0;  // the input's (fewer where upsampling repeats them)
+  // Upsampling: how many times each input dim's elements repeat in a row (1 where they do
+  // not); empty for a copy.
+  std::vector<int> repeat;
+  KfGroups<kf_i64> in_groups = {};  // the captured input's groups along the output (the prior)
 };
 
 constexpr char kEngine[] = R"(
 // How the block reads: vectors of a dense innermost group, vectors of one repeated element
-// (an innermost group of stride 0), or element by element.
+// (an innermost group of stride 0), vectors of KF_VEC / KF_SPREAD elements each repeated
+// KF_SPREAD times (an innermost group of stride 0 and that size: an upsampled row), or element
+// by element.
 #define KF_READ_SCALAR 0
 #define KF_READ_DENSE 1
 #define KF_READ_REPEAT 2
+#define KF_READ_SPREAD 3
 
 template <typename I>
 struct KfLayout {
@@ -38,22 +50,40 @@ struct KfLayout {
   int read;
 };
 
-// Thread 0's decision for the block: vectors need the innermost group to hold whole vectors
-// and every outer stride and both pointers to keep them aligned.
+// Thread 0's decision for the block: vector stores need the output aligned; a vector read of
+// the input needs its innermost group to hold whole vectors, and every outer stride and the
+// pointer to keep them aligned; a repeated element or an upsampled row's elements are read one
+// by one (a warp's reads still coalesce).
 template <typename I>
 __device__ __forceinline__ void kf_layout(const KfArgs& args, KfLayout<I>& l) {
+#ifdef KF_REPEAT
+  const int repeat[] = {KF_REPEAT};
+  KfTensor x;
+  kf_repeat_view(args.inputs[0], repeat, x);  // the family checked that it fits
+#else
   const KfTensor& x = args.inputs[0];
+#endif
   kf_groups<I>(x, x, l.groups);
   l.read = KF_READ_SCALAR;
-  if (KF_VEC == 1 || l.groups.n == 0 || l.groups.size[0] % KF_VEC != 0) return;
+  if (KF_VEC == 1 || l.groups.n == 0) return;
   if (!kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(T))) return;
+#ifdef KF_SPREAD
+  if (l.groups.stride[0] == 0 && l.groups.size[0] == KF_SPREAD && l.groups.n > 1 &&
+      l.groups.size[1] % (KF_VEC / KF_SPREAD) == 0) {
+    l.read = KF_READ_SPREAD;
+    return;
+  }
+#endif
+  if (l.groups.size[0] % KF_VEC != 0) return;
+  if (l.groups.stride[0] == 0) {
+    l.read = KF_READ_REPEAT;
+    return;
+  }
   for (int k = 1; k < l.groups.n; ++k) {
     if (l.groups.stride[k] % KF_VEC != 0) return;
   }
   if (l.groups.stride[0] == 1 && kf_aligned(x.data, KF_VEC * (int)sizeof(T))) {
     l.read = KF_READ_DENSE;
-  } else if (l.groups.stride[0] == 0) {
-    l.read = KF_READ_REPEAT;
   }
 }
 
@@ -72,6 +102,17 @@ __device__ __forceinline__ void kf_copy(const KfArgs& args, const KfLayout<I>& l
         const I offset = kf_group_offset<I>(l.groups, k * V);
         if (read == KF_READ_DENSE) {
           v[j] = *reinterpret_cast<const KfVec<T, V>*>(x + offset);
+#ifdef KF_SPREAD
+        } else if (read == KF_READ_SPREAD) {
+          // The vector starts a run of KF_SPREAD copies: its elements are group 1's next
+          // V / KF_SPREAD elements, each KF_SPREAD times.
+#pragma unroll
+          for (int u = 0; u < V / KF_SPREAD; ++u) {
+            const T e = x[offset + (I)u * l.groups.stride[1]];
+#pragma unroll
+            for (int i = 0; i < KF_SPREAD; ++i) v[j].v[u * KF_SPREAD + i] = e;
+          }
+#endif
         } else {
 #pragma unroll
           for (int i = 0; i < V; ++i) {
@@ -143,15 +184,17 @@ class LayoutGenerator : public KernelGenerator {
 
   int64_t SharedBytes(const Config&) const override { return 0; }
 
-  double MinBytes() const override { return 2.0 * double(p_.numel) * ElementSize(p_.dtype); }
+  double MinBytes() const override {
+    return double(p_.read_numel + p_.numel) * ElementSize(p_.dtype);
+  }
 
   int Registers(const Config& c) const {
     return 28 + c.GetInt("ilp") * std::max(1, c.GetInt("vec") * ElementSize(p_.dtype) / 4);
   }
 
   // The captured input's read: whole vectors when its innermost group is dense (or repeats
-  // one element), else element by element, each in a 32-byte sector it shares with a few
-  // neighbours at best (a transpose of the innermost dims).
+  // one element, or spreads an upsampled row), else element by element, each in a 32-byte
+  // sector it shares with a few neighbours at best (a transpose of the innermost dims).
   double EstimateSeconds(const Config& c) const override {
     const int threads = c.GetInt("threads"), vec = c.GetInt("vec"), ilp = c.GetInt("ilp");
     const double n = std::max<int64_t>(1, p_.numel);
@@ -161,6 +204,7 @@ class LayoutGenerator : public KernelGenerator {
     const int es = ElementSize(p_.dtype);
     const double read_factor = dense || repeat ? 1.0 : std::max(1.0, 32.0 / es / 2);
     const int effective_vec = dense || repeat ? vec : 1;
+    const double read_bytes = double(p_.read_numel) * es * read_factor;
     const double blocks = std::ceil(n / (double(threads) * vec * ilp));
     const int per_sm = std::max(1, BlocksPerSm(gpu_, threads, 0, Registers(c)));
     const double grid =
@@ -169,7 +213,7 @@ class LayoutGenerator : public KernelGenerator {
     launch.blocks = grid;
     launch.threads = threads;
     launch.registers = Registers(c);
-    launch.dram_bytes = n * es * (read_factor + 1) * AccessWidthPenalty(effective_vec * es);
+    launch.dram_bytes = (read_bytes + n * es) * AccessWidthPenalty(effective_vec * es);
     launch.bytes_in_flight_per_thread = double(vec) * ilp * es;
     // Index math: a division and a multiply-add per group, per vector (per element without).
     launch.ops = n * (2 + 6.0 * std::max(1, g.n) / effective_vec);
@@ -195,6 +239,14 @@ class LayoutGenerator : public KernelGenerator {
     src += DevicePreamble({});
     absl::StrAppend(&src, "\ntypedef ", CudaType(p_.dtype), " T;\n#define KF_THREADS ", threads,
                     "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n");
+    if (!p_.repeat.empty()) {
+      absl::StrAppend(&src, "#define KF_REPEAT ", absl::StrJoin(p_.repeat, ", "), "\n");
+      // Vectors of an upsampled row: the innermost dim's copies, a few per vector.
+      const int innermost = p_.repeat.back();
+      if (innermost > 1 && innermost < vec && vec % innermost == 0) {
+        absl::StrAppend(&src, "#define KF_SPREAD ", innermost, "\n");
+      }
+    }
     src += FastDivideSource();
     src += BroadcastGroupsSource();
     src += kEngine;
@@ -224,21 +276,81 @@ bool CopyableType(v1::DType dtype) {
   }
 }
 
+// upsample_nearest{1,2,3}d's repeat of each input dim (1 for N and C): the output's size
+// over the input's, where ATen's source index of every output index — min(floor(dst * scale),
+// in - 1) in float, scale 1 / scale_factor where one is given, else in / out — is dst / r,
+// so that the op is a copy of kf_repeat_view. Refuses other ratios, naming them.
+absl::StatusOr<std::vector<int>> NearestRepeats(const TargetArgs& args, int spatial) {
+  const v1::TensorSignature& in = args.input(0);
+  const v1::TensorSignature& out = args.output(0);
+  const std::string op = args.OpName();
+  if (in.sizes_size() != spatial + 2 || out.sizes_size() != spatial + 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": ", in.sizes_size(), " input dims for ", spatial, " spatial ones; re-capture"));
+  }
+  // The scales ATen computes with: scale_factors (the .vec overload), or scales_d/h/w.
+  std::vector<std::optional<double>> scales(spatial);
+  if (args.node().overload() == "vec") {
+    if (!args.IsNone("scale_factors", 2)) {
+      KF_ASSIGN_OR_RETURN(std::vector<double> f, args.FloatList("scale_factors", 2));
+      if (static_cast<int>(f.size()) != spatial) {
+        return absl::InvalidArgumentError(absl::StrCat(op, ": ", f.size(), " scale factors for ",
+                                                       spatial, " spatial dims"));
+      }
+      for (int j = 0; j < spatial; ++j) scales[j] = f[j];
+    }
+  } else {
+    static const std::vector<std::vector<std::string>> kNames = {
+        {"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+    for (int j = 0; j < spatial; ++j) {
+      const std::string& name = kNames[spatial - 1][j];
+      if (args.Find(name, 2 + j) != nullptr && !args.IsNone(name, 2 + j)) {
+        KF_ASSIGN_OR_RETURN(scales[j], args.Float(name, 2 + j));
+      }
+    }
+  }
+  std::vector<int> repeat(in.sizes_size(), 1);
+  for (int j = 0; j < spatial; ++j) {
+    const int64_t n_in = in.sizes(2 + j), n_out = out.sizes(2 + j);
+    const float scale = scales[j] && *scales[j] > 0 ? static_cast<float>(1.0 / *scales[j])
+                                                    : static_cast<float>(n_in) / n_out;
+    const int64_t r = n_in > 0 ? n_out / n_in : 0;
+    bool exact = r >= 1 && r * n_in == n_out && r < (int64_t{1} << 20);
+    for (int64_t dst = 0; dst < n_out && exact; ++dst) {
+      const int64_t src = std::min<int64_t>(
+          static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), n_in - 1);
+      exact = src == dst / r;
+    }
+    if (!exact) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": spatial dim ", j, " goes from ", n_in, " to ", n_out,
+          "; the layout family covers upsampling by whole factors (each input element repeated)"));
+    }
+    repeat[2 + j] = static_cast<int>(r);
+  }
+  return repeat;
+}
+
 class LayoutFamily : public Family {
  public:
   std::string Name() const override { return "layout"; }
   std::vector<std::string> Ops() const override {
-    return {"aten::contiguous", "aten::clone", "aten::reshape"};
+    return {"aten::contiguous", "aten::clone", "aten::reshape", "aten::upsample_nearest1d",
+            "aten::upsample_nearest2d", "aten::upsample_nearest3d"};
   }
 
   absl::StatusOr<std::unique_ptr<KernelGenerator>> Bind(const v1::Target& target,
                                                         const GpuModel& gpu) const override {
     KF_ASSIGN_OR_RETURN(TargetArgs args, TargetArgs::Create(target));
     const std::string op = args.OpName();
-    if (op != "contiguous" && op != "clone" && op != "reshape") {
+    const int spatial = op == "upsample_nearest1d"   ? 1
+                        : op == "upsample_nearest2d" ? 2
+                        : op == "upsample_nearest3d" ? 3
+                                                     : 0;
+    if (op != "contiguous" && op != "clone" && op != "reshape" && spatial == 0) {
       return absl::UnimplementedError(absl::StrCat("layout family does not cover ", op));
     }
-    if (op != "reshape" && !args.IsNone("memory_format", 1)) {
+    if ((op == "contiguous" || op == "clone") && !args.IsNone("memory_format", 1)) {
       KF_ASSIGN_OR_RETURN(int64_t format, args.Int("memory_format", 1));
       // contiguous (0) and preserve (1) of a tensor that is not dense write it contiguous.
       if (format != 0 && format != 1) {
@@ -246,7 +358,10 @@ class LayoutFamily : public Family {
             op, ": memory_format=", format, "; the layout family writes contiguous outputs"));
       }
     }
-    KF_ASSIGN_OR_RETURN(int self, args.RequiredInput("self", 0));
+    KF_ASSIGN_OR_RETURN(int self, args.RequiredInput(
+                                      spatial > 0 && args.node().overload() == "vec" ? "input"
+                                                                                     : "self",
+                                      0));
     if (self != 0 || args.num_inputs() != 1 || args.num_outputs() != 1) {
       return absl::UnimplementedError(
           absl::StrCat(op, ": the layout family copies one input into one output"));
@@ -264,7 +379,13 @@ class LayoutFamily : public Family {
       return absl::UnimplementedError(absl::StrCat("self has ", in.sizes_size(), " dims; the ABI "
                                                    "carries ", KF_MAX_DIMS));
     }
-    if (Numel(in) != Numel(out)) {
+    LayoutProblem p;
+    if (spatial > 0) {
+      KF_ASSIGN_OR_RETURN(p.repeat, NearestRepeats(args, spatial));
+    }
+    int64_t repeated = 1;
+    for (int r : p.repeat) repeated *= r;
+    if (Numel(in) * repeated != Numel(out)) {
       return absl::InvalidArgumentError(absl::StrCat(
           op, ": ", Numel(in), " elements in, ", Numel(out), " out; re-capture the model"));
     }
@@ -273,15 +394,19 @@ class LayoutFamily : public Family {
         return absl::UnimplementedError("self has a negative stride");
       }
     }
-    if (IsContiguous(in)) {
+    if (spatial == 0 && IsContiguous(in)) {
       return absl::UnimplementedError(absl::StrCat(
           op, " of a contiguous tensor: a plain copy (or no copy at all), nothing to rearrange"));
     }
-    LayoutProblem p;
     p.name = op;
     p.dtype = in.dtype();
     p.numel = Numel(out);
-    const KfTensor view = SignatureTensor(in);
+    p.read_numel = Numel(in);
+    KfTensor view = SignatureTensor(in);
+    if (!p.repeat.empty() && !kf_repeat_view(SignatureTensor(in), p.repeat.data(), view)) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": the upsampled view of self needs more than ", KF_MAX_DIMS, " dims"));
+    }
     kf_groups<kf_i64>(view, view, p.in_groups);
     return std::unique_ptr<KernelGenerator>(std::make_unique<LayoutGenerator>(p, gpu));
   }

@@ -178,6 +178,20 @@ absl::StatusOr<v1::DType> TargetArgs::ScalarType(std::string_view name, int posi
                                                  " is no dtype the synthesizer knows"));
 }
 
+absl::StatusOr<std::vector<double>> TargetArgs::FloatList(std::string_view name,
+                                                         int position) const {
+  const v1::Argument* arg = Find(name, position);
+  if (arg == nullptr || arg->kind_case() != v1::Argument::kScalar) {
+    return Missing(*this, name, "a float list");
+  }
+  const v1::ScalarValue& v = arg->scalar();
+  if (v.value_case() == v1::ScalarValue::kFloatList) {
+    return std::vector<double>(v.float_list().values().begin(), v.float_list().values().end());
+  }
+  if (v.value_case() == v1::ScalarValue::kFloatValue) return std::vector<double>{v.float_value()};
+  return Missing(*this, name, "a float list");
+}
+
 absl::StatusOr<std::vector<int64_t>> TargetArgs::IntList(std::string_view name,
                                                          int position) const {
   const v1::Argument* arg = Find(name, position);

@@ -54,6 +54,8 @@ class TargetArgs {
   absl::StatusOr<v1::DType> ScalarType(std::string_view name, int position) const;
   // An int list; a single int is read as a one-element list (int[1] args).
   absl::StatusOr<std::vector<int64_t>> IntList(std::string_view name, int position) const;
+  // A float list (scale_factors); a single float is read as a one-element list.
+  absl::StatusOr<std::vector<double>> FloatList(std::string_view name, int position) const;
 
   const v1::TensorSignature& input(int i) const { return target_->inputs(i); }
   const v1::TensorSignature& output(int j) const { return target_->outputs(j); }
