@@ -68,6 +68,24 @@ TEST(TargetSelectionTest, TakesTheHottestSearchableTargetsAndSaysWhyOthersWereSk
   EXPECT_EQ(any.selected[1].id(), "softmax");
 }
 
+// In a GPU capture, an op on CPU tensors (a traced `x.shape[-1] // 2`, an `.item()`) is host
+// work: skipped for any proposer, saying so, not as an op no family covers.
+TEST(TargetSelectionTest, AnOpOnCpuTensorsInAGpuCaptureIsHostWork) {
+  v1::OperatorProfile profile;
+  *profile.add_targets() = MakeTarget("item", "aten::item", 0.07);
+  profile.mutable_targets(0)->mutable_inputs(0)->set_device("cpu");
+  *profile.add_targets() = MakeTarget("softmax", "aten::softmax", 0.05);
+  profile.mutable_targets(1)->mutable_inputs(0)->set_device("cuda:0");
+  for (const TargetRefusal& refusal :
+       {TargetRefusal(nullptr), TargetRefusal([](const v1::Target&) { return std::string(); })}) {
+    TargetSelection selection = SelectTargets(profile, 1, refusal);
+    ASSERT_EQ(selection.selected.size(), 1u);
+    EXPECT_EQ(selection.selected[0].id(), "softmax");
+    ASSERT_EQ(selection.skipped.size(), 1u);
+    EXPECT_NE(selection.skipped[0].reason.find("it runs on the CPU"), std::string::npos);
+  }
+}
+
 // With floors (a capture on a GPU) targets rank by what searching them can gain: share x the
 // part of eager's time above the floor. A hot op eager already runs at its floor (ResNet-50
 // b32's in-place residual add: 3.8% of the forward, eager 74 us, floor 73) ranks below a

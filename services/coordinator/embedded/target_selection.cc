@@ -65,6 +65,17 @@ void SetFloors(v1::OperatorProfile& profile, const v1::GpuInfo& gpu) {
   for (v1::Target& t : *profile.mutable_targets()) t.set_floor_s(FloorSeconds(t, gpu));
 }
 
+// Whether every tensor the target reads is a CPU tensor in a GPU capture (a CPU capture's
+// targets are described as CUDA tensors before selection): a traced Python number's arithmetic
+// or `.item()`, host work that no GPU kernel replaces.
+bool HostOnly(const v1::Target& target) {
+  if (target.inputs_size() == 0) return false;
+  for (const v1::TensorSignature& in : target.inputs()) {
+    if (in.device() != "cpu") return false;
+  }
+  return true;
+}
+
 TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
                               const TargetRefusal& refusal) {
   std::vector<const v1::Target*> ranked;
@@ -76,7 +87,10 @@ TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
   for (const v1::Target* t : ranked) {
     if (static_cast<int>(selection.selected.size()) >= top_k) break;
     std::string reason;
-    if (t->captured_inputs().sha256().empty()) {
+    if (HostOnly(*t)) {
+      reason = "it runs on the CPU (its tensors are CPU tensors: a traced Python number's "
+               "arithmetic or .item()), host work no GPU kernel replaces";
+    } else if (t->captured_inputs().sha256().empty()) {
       reason = "its captured inputs were not kept (see the capture notes); validation needs them";
     } else if (t->eager_time_s() <= 0) {
       reason = "no measured eager time";

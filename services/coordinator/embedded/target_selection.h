@@ -34,7 +34,8 @@ double ExpectedGain(const v1::Target& target);
 void SetFloors(v1::OperatorProfile& profile, const v1::GpuInfo& gpu);
 
 // Walks the profile's targets by expected gain (highest first) and takes the first `top_k`
-// that have captured inputs (validation needs them), a measured eager time and no refusal.
+// that run on the GPU, have captured inputs (validation needs them), a measured eager time and
+// no refusal.
 // Targets passed over on the way are listed with their reason; lower-ranked ones are not.
 TargetSelection SelectTargets(const v1::OperatorProfile& profile, int top_k,
                               const TargetRefusal& refusal);
