@@ -156,15 +156,13 @@ std::vector<std::string> OpsOf(const v1::Target& t) {
   return ops;
 }
 
-TEST(Capturer, FuseMakesChainsTargetsWhoseReferenceIsTheModel) {
-  TempDir dir;
+// A fused capture on the CPU of the model tests/capture/SCRIPT writes into DIR/model.
+CaptureOptions FusedCaptureOf(const TempDir& dir, const std::string& script) {
   CommandResult made = RunCommand(Python() + " " + Quote(std::string(KFORGE_SOURCE_DIR) +
-                                                          "/tests/capture/make_chain_model.py") +
+                                                          "/tests/capture/" + script) +
                                       " " + Quote((dir / "model").string()),
                                   dir.path());
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  auto store = OpenStore("dir:" + (dir / "store").string());
-  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(made.exit_code, 0) << made.err;
   CaptureOptions options;
   options.model_path = (dir / "model" / "model.pt").string();
   options.inputs_path = (dir / "model" / "inputs.pt").string();
@@ -173,6 +171,14 @@ TEST(Capturer, FuseMakesChainsTargetsWhoseReferenceIsTheModel) {
   options.iters = 2;
   options.top_k = 20;
   options.fuse = true;
+  return options;
+}
+
+TEST(Capturer, FuseMakesChainsTargetsWhoseReferenceIsTheModel) {
+  TempDir dir;
+  const CaptureOptions options = FusedCaptureOf(dir, "make_chain_model.py");
+  auto store = OpenStore("dir:" + (dir / "store").string());
+  ASSERT_TRUE(store.ok()) << store.status();
   auto result = Capturer::Run(options, store->get(), ChainFamilyOf);
   ASSERT_TRUE(result.ok()) << result.status();
   const v1::OperatorProfile& p = result->profile;
@@ -234,20 +240,8 @@ TEST(Capturer, AChainNoFamilyWritesGivesUpItsLastNodes) {
   // writes single ops only), so the chain stops before the upsample: the elementwise prologue
   // is one target, the upsample another, both searchable.
   TempDir dir;
-  CommandResult made = RunCommand(Python() + " " + Quote(std::string(KFORGE_SOURCE_DIR) +
-                                                          "/tests/capture/make_prologue_model.py") +
-                                      " " + Quote((dir / "model").string()),
-                                  dir.path());
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  CaptureOptions options;
-  options.model_path = (dir / "model" / "model.pt").string();
-  options.inputs_path = (dir / "model" / "inputs.pt").string();
-  options.device = "cpu";
-  options.warmup = 1;
-  options.iters = 2;
-  options.top_k = 20;
-  options.fuse = true;
-  auto result = Capturer::Run(options, nullptr, ChainFamilyOf);
+  auto result = Capturer::Run(FusedCaptureOf(dir, "make_prologue_model.py"), nullptr,
+                              ChainFamilyOf);
   ASSERT_TRUE(result.ok()) << result.status();
   std::map<std::vector<std::string>, std::string> families;
   for (const v1::Target& t : result->profile.targets()) families[OpsOf(t)] = t.family();
