@@ -5,12 +5,14 @@ set(_kforge_synth_device_code
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh
+  ${CMAKE_CURRENT_LIST_DIR}/synth/device/copy_view.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/ticket_order.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/spread_operand.cuh
   ${CMAKE_CURRENT_LIST_DIR}/synth/device/softmax_exp.cuh)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/fast_divide.cuh KFORGE_EMBED_FAST_DIVIDE)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/broadcast_groups.cuh KFORGE_EMBED_BROADCAST_GROUPS)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/elementwise_path.cuh KFORGE_EMBED_ELEMENTWISE_PATH)
+file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/copy_view.cuh KFORGE_EMBED_COPY_VIEW)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/ticket_order.cuh KFORGE_EMBED_TICKET_ORDER)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/spread_operand.cuh KFORGE_EMBED_SPREAD_OPERAND)
 file(READ ${CMAKE_CURRENT_LIST_DIR}/synth/device/softmax_exp.cuh KFORGE_EMBED_SOFTMAX_EXP)

@@ -7,7 +7,8 @@
 // chunk's read and write once, every read of a row block before its writes, `lag` apart; a
 // spread chain operand (a per-channel bias) is read where the per-dim walk says, row by row;
 // a two-pass softmax's shifted exp is eager's exp(x - max), masked and infinite rows included;
-// an upsampled view (kf_repeat_view) reads each output element's nearest input.
+// an upsampled view (kf_repeat_view) reads each output element's nearest input, and a copy's
+// view (kf_copy_view) the input in its output's memory order.
 #include "services/proposer/synth/device_code.h"
 
 #include <cmath>
@@ -191,7 +192,7 @@ TEST(BroadcastGroups, AViewReadAlongItsOwnShapeMatchesThePerDimWalk) {
 // Nearest-neighbour upsampling as the layout family reads it: output element (n, c, h, w) of
 // random transposed views upsampled by whole factors comes from input (n, c, h / rh, w / rw),
 // through the input's strides, reading kf_repeat_view along its own shape.
-TEST(BroadcastGroups, ARepeatViewReadsEachOutputElementsNearestInput) {
+TEST(CopyView, ARepeatViewReadsEachOutputElementsNearestInput) {
   std::mt19937 rng(17);
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<long long> sizes = RandomSizes(rng);
@@ -237,6 +238,61 @@ TEST(BroadcastGroups, ARepeatViewReadsEachOutputElementsNearestInput) {
   EXPECT_TRUE(kf_repeat_view(Tensor({1, 2, 3, 4, 5}, ContiguousStrides({1, 2, 3, 4, 5})),
                              three, view));
   EXPECT_EQ(view.ndim, 8);
+}
+
+// A copy into an output dense in another order (eager's upsample or clone of a channels-last
+// tensor): element e of kf_copy_view is the input element that the output's e-th element of
+// memory holds, for random permuted outputs and repeats; a contiguous output reads the
+// upsampled input in its logical order.
+TEST(CopyView, ACopyIntoAPermutedOutputReadsItInTheOutputsMemoryOrder) {
+  std::mt19937 rng(19);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<long long> sizes = RandomSizes(rng);
+    const int dims = static_cast<int>(sizes.size());
+    std::vector<int> repeat(KF_MAX_DIMS, 0), in_order(dims), out_order(dims);
+    std::vector<long long> out_sizes(dims);
+    for (int d = 0; d < dims; ++d) {
+      repeat[d] = trial % 3 == 0 ? 1 : 1 + static_cast<int>(rng() % 2);
+      out_sizes[d] = sizes[d] * repeat[d];
+      in_order[d] = out_order[d] = d;
+    }
+    std::shuffle(in_order.begin(), in_order.end(), rng);
+    if (trial % 2 == 0) std::shuffle(out_order.begin(), out_order.end(), rng);
+    // Dense strides laying the dims out in `order` (outermost first).
+    auto dense = [&](const std::vector<long long>& n, const std::vector<int>& order) {
+      std::vector<long long> strides(dims);
+      long long step = 1;
+      for (int k = dims - 1; k >= 0; --k) {
+        strides[order[k]] = step;
+        step *= n[order[k]];
+      }
+      return strides;
+    };
+    const std::vector<long long> in_strides = dense(sizes, in_order);
+    const std::vector<long long> out_strides = dense(out_sizes, out_order);
+    KfTensor view;
+    if (!kf_copy_view(Tensor(sizes, in_strides), Tensor(out_sizes, out_strides), repeat.data(),
+                      view)) {
+      continue;  // more than KF_MAX_DIMS dims: ARepeatView... covers the refusal
+    }
+    // Each output element's memory position, and the input element it holds.
+    std::vector<long long> expected(view.numel, -1);
+    const KfTensor out = Tensor(out_sizes, ContiguousStrides(out_sizes));
+    for (long long e = 0; e < out.numel; ++e) {
+      long long rest = e, memory = 0, source = 0;
+      for (int d = dims - 1; d >= 0; --d) {
+        const long long coord = rest % out_sizes[d];
+        rest /= out_sizes[d];
+        memory += coord * out_strides[d];
+        source += coord / repeat[d] * in_strides[d];
+      }
+      expected[memory] = source;
+    }
+    const KfGroups<kf_i64> g = Groups<kf_i64>(view, view);
+    for (long long m = 0; m < view.numel; ++m) {
+      ASSERT_EQ(kf_group_offset<kf_i64>(g, m), expected[m]) << "memory position " << m;
+    }
+  }
 }
 
 // An output dense in some order (a transposed q times a table of positions, as rotary

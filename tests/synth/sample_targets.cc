@@ -728,6 +728,15 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
         TargetBuilder("aten::upsample_nearest2d", "vec").Tensor("input", Dense(u, t))
             .Scalar("output_size", None()).Scalar("scale_factors", Floats({2.0, 2.0}))
             .Output(Dense({u[0], u[1], 2 * u[2], 2 * u[3]}, t)));
+    // A channels-last input (a UNet's after attention): eager's output is channels-last too.
+    auto channels_last = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+      return Strided({n, c, h, w}, {c * h * w, 1, w * c, c}, t);
+    };
+    add("upsample_nearest2d_channels_last", "layout",
+        TargetBuilder("aten::upsample_nearest2d", "vec")
+            .Tensor("input", channels_last(u[0], u[1], u[2], u[3]))
+            .Scalar("output_size", None()).Scalar("scale_factors", Floats({2.0, 2.0}))
+            .Output(channels_last(u[0], u[1], 2 * u[2], 2 * u[3])));
     add("upsample_nearest2d_sizes", "layout",
         TargetBuilder("aten::upsample_nearest2d", "").Tensor("self", Dense(u, t))
             .Scalar("output_size", Ints({3 * u[2], 2 * u[3]})).Scalar("scales_h", None())

@@ -962,8 +962,9 @@ TEST(SynthesizerTest, LayoutCopiesReadViewsThroughTheirStrides) {
 
 // Nearest-neighbour upsampling by whole factors is a layout copy of kf_repeat_view: the
 // factors and the upsampled row's spread compiled in, the floor the input read once and the
-// output written once; a ratio whose float source index is not dst / r, and a channels-last
-// output (eager's for a channels-last input), are refused with the reason.
+// output written once; a channels-last input and output (eager's) read in the output's memory
+// order, whose innermost dim (channels) is dense; a ratio whose float source index is not
+// dst / r, and an output dense in no order, are refused with the reason.
 TEST(SynthesizerTest, NearestUpsamplingByWholeFactorsIsALayoutCopy) {
   const auto samples = SampleTargets(v1::FLOAT32);
   const v1::Target up = Sample(samples, "upsample_nearest2d").target;
@@ -994,10 +995,20 @@ TEST(SynthesizerTest, NearestUpsamplingByWholeFactorsIsALayoutCopy) {
   }
   EXPECT_THAT(Refusal(half), HasSubstr("spatial dim 0 goes from 32 to 48; the layout family "
                                        "covers upsampling by whole factors"));
-  v1::Target channels_last = up;
+  v1::Target channels_last = up;  // [2,64,32,32] -> [2,64,64,64], channels innermost
+  channels_last.mutable_inputs(0)->clear_strides();
+  for (int64_t st : {64 * 32 * 32, 1, 32 * 64, 64}) channels_last.mutable_inputs(0)->add_strides(st);
   channels_last.mutable_outputs(0)->clear_strides();
   for (int64_t st : {64 * 64 * 64, 1, 64 * 64, 64}) channels_last.mutable_outputs(0)->add_strides(st);
-  EXPECT_THAT(Refusal(channels_last), HasSubstr("output is not contiguous"));
+  auto cl = Bind(channels_last);
+  ASSERT_NE(cl, nullptr);
+  auto dense_vec = cl->Space().Parse("threads=256;vec=4;ilp=2;grid=stride");
+  auto scalar = cl->Space().Parse("threads=256;vec=1;ilp=2;grid=stride");
+  EXPECT_LT(cl->EstimateSeconds(*dense_vec), cl->EstimateSeconds(*scalar));
+  v1::Target scattered = up;  // an output whose rows are twice as far apart as they are long
+  scattered.mutable_outputs(0)->clear_strides();
+  for (int64_t st : {64 * 64 * 128, 64 * 128, 128, 1}) scattered.mutable_outputs(0)->add_strides(st);
+  EXPECT_THAT(Refusal(scattered), HasSubstr("is not dense in any order"));
 }
 
 // sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is

@@ -15,6 +15,7 @@ typedef long long kf_i64;
 #include "services/proposer/synth/device/fast_divide.cuh"
 #include "services/proposer/synth/device/broadcast_groups.cuh"
 #include "services/proposer/synth/device/elementwise_path.cuh"
+#include "services/proposer/synth/device/copy_view.cuh"
 #include "services/proposer/synth/device/ticket_order.cuh"
 #include "services/proposer/synth/device/spread_operand.cuh"
 #include "services/proposer/synth/device/softmax_exp.cuh"
@@ -25,6 +26,7 @@ typedef long long kf_i64;
 std::string_view FastDivideSource();
 std::string_view BroadcastGroupsSource();
 std::string_view ElementwisePathSource();
+std::string_view CopyViewSource();  // after ElementwisePathSource
 std::string_view TicketOrderSource();
 std::string_view SpreadOperandSource();  // after FastDivideSource
 std::string_view SoftmaxExpSource();

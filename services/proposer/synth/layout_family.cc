@@ -1,12 +1,13 @@
 // LayoutFamily: copies that change a tensor's layout, not its values — contiguous, clone and
 // reshape of a strided view (attention's transpose(1, 2).contiguous(), a key/value head
-// repeated by expand + reshape) into a contiguous output of any element type — and
-// nearest-neighbour upsampling by integer factors, which is a copy of a view that repeats
-// each element (kf_repeat_view). The kernel reads the input through its own sizes and strides
-// at run time, its dims merged into groups (device/broadcast_groups.cuh: kf_groups of the input
-// along its own shape), so one source serves every layout: vectors where the innermost group is
-// dense, repeats one element, or repeats each of a few adjacent ones (an upsampled row),
-// element by element otherwise.
+// repeated by expand + reshape) of any element type — and nearest-neighbour upsampling by
+// integer factors, a copy of a view that repeats each element. The output is dense: contiguous,
+// or in another order where eager keeps the input's (a channels-last upsample or clone), which
+// the copy writes front to back. The kernel reads the input through its own sizes and strides
+// at run time as that view (device/copy_view.cuh), its dims merged into groups
+// (device/broadcast_groups.cuh), so one source serves every layout: vectors where the innermost
+// group is dense, repeats one element, or repeats each of a few adjacent ones (an upsampled
+// row), element by element otherwise.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -57,12 +58,12 @@ struct KfLayout {
 template <typename I>
 __device__ __forceinline__ void kf_layout(const KfArgs& args, KfLayout<I>& l) {
 #ifdef KF_REPEAT
-  const int repeat[] = {KF_REPEAT};
-  KfTensor x;
-  kf_repeat_view(args.inputs[0], repeat, x);  // the family checked that it fits
+  const int repeat[KF_MAX_DIMS] = {KF_REPEAT};
 #else
-  const KfTensor& x = args.inputs[0];
+  const int repeat[KF_MAX_DIMS] = {};
 #endif
+  KfTensor x;
+  kf_copy_view(args.inputs[0], args.outputs[0], repeat, x);  // the family checked that it fits
   kf_groups<I>(x, x, l.groups);
   l.read = KF_READ_SCALAR;
   if (KF_VEC == 1 || l.groups.n == 0) return;
@@ -249,6 +250,8 @@ class LayoutGenerator : public KernelGenerator {
     }
     src += FastDivideSource();
     src += BroadcastGroupsSource();
+    src += ElementwisePathSource();
+    src += CopyViewSource();
     src += kEngine;
     PlanSpec plan;
     const std::string grid = FlatGrid(plan, threads * vec * ilp, c.Get("grid") == "stride",
@@ -373,7 +376,16 @@ class LayoutFamily : public Family {
           op, ": dtype ", DTypeName(in.dtype()), " into ", DTypeName(out.dtype()),
           "; the layout family copies float, integer and bool tensors as they are"));
     }
-    KF_RETURN_IF_ERROR(RequireDense(out, "output"));
+    if (op == "reshape") {
+      KF_RETURN_IF_ERROR(RequireDense(out, "output"));
+    } else if (!IsDenseInSomeOrder(out)) {
+      // Eager's output of an upsample or clone is dense in the input's order where the input is
+      // (channels-last), which the copy writes front to back; a view it is not.
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": the output (strides [", absl::StrJoin(out.strides(), ","),
+          "]) is not dense in any order; the layout family writes dense outputs"));
+    }
+    KF_RETURN_IF_ERROR(RequireCuda(out, "output"));
     KF_RETURN_IF_ERROR(RequireCuda(in, "self"));
     if (in.sizes_size() > KF_MAX_DIMS) {
       return absl::UnimplementedError(absl::StrCat("self has ", in.sizes_size(), " dims; the ABI "
@@ -402,8 +414,10 @@ class LayoutFamily : public Family {
     p.dtype = in.dtype();
     p.numel = Numel(out);
     p.read_numel = Numel(in);
-    KfTensor view = SignatureTensor(in);
-    if (!p.repeat.empty() && !kf_repeat_view(SignatureTensor(in), p.repeat.data(), view)) {
+    std::vector<int> repeat = p.repeat;
+    repeat.resize(KF_MAX_DIMS, 1);
+    KfTensor view;
+    if (!kf_copy_view(SignatureTensor(in), SignatureTensor(out), repeat.data(), view)) {
       return absl::UnimplementedError(absl::StrCat(
           op, ": the upsampled view of self needs more than ", KF_MAX_DIMS, " dims"));
     }

@@ -86,31 +86,6 @@ KF_HD void kf_groups(const KfTensor& t, const KfTensor& out, KfGroups<I>& g) {
   }
 }
 
-// `t` with each element of dim d repeated repeat[d] times in a row (nearest-neighbour
-// upsampling by integer factors, as a view): a repeated dim becomes two, (size, r) with
-// strides (stride, 0), and kf_groups of the view reads the upsampled output's elements in
-// order. False, `v` unset, when the view would need more than KF_MAX_DIMS dims.
-KF_HD bool kf_repeat_view(const KfTensor& t, const int* repeat, KfTensor& v) {
-  int n = t.ndim;
-  for (int d = 0; d < t.ndim; ++d) n += repeat[d] > 1 ? 1 : 0;
-  if (n > KF_MAX_DIMS) return false;
-  v = t;
-  v.ndim = n;
-  v.numel = t.numel;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (repeat[d] > 1) {
-      --n;
-      v.sizes[n] = repeat[d];
-      v.strides[n] = 0;
-      v.numel *= repeat[d];
-    }
-    --n;
-    v.sizes[n] = t.sizes[d];
-    v.strides[n] = t.strides[d];
-  }
-  return true;
-}
-
 // Offset in `t` of output element `e` (0 <= e < out.numel).
 template <typename I>
 KF_HD I kf_group_offset(const KfGroups<I>& g, I e) {

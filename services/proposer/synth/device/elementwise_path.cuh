@@ -51,12 +51,10 @@ KF_HD KfTensor kf_permuted(const KfTensor& t, int ndim, const int (&perm)[KF_MAX
   return r;
 }
 
-KF_HD KfCallTensors kf_in_memory_order(const KfTensor& in0, const KfTensor& in1,
-                                       const KfTensor& out) {
-  if (kf_flat(out, out)) return {in0, in1, out};
-  int perm[KF_MAX_DIMS];
+// `out`'s dims in memory order, outermost first: its dims of size 1, then strides falling (a
+// stable sort: a contiguous tensor's dims keep their order).
+KF_HD void kf_memory_perm(const KfTensor& out, int (&perm)[KF_MAX_DIMS]) {
   for (int i = 0; i < KF_MAX_DIMS; ++i) perm[i] = i;
-  // Stable insertion sort, outermost first: size-1 dims, then strides falling.
   auto outer = [&](int a, int b) {
     if (out.sizes[b] == 1) return false;
     return out.sizes[a] == 1 || out.strides[a] > out.strides[b];
@@ -68,6 +66,13 @@ KF_HD KfCallTensors kf_in_memory_order(const KfTensor& in0, const KfTensor& in1,
       perm[j - 1] = swap;
     }
   }
+}
+
+KF_HD KfCallTensors kf_in_memory_order(const KfTensor& in0, const KfTensor& in1,
+                                       const KfTensor& out) {
+  if (kf_flat(out, out)) return {in0, in1, out};
+  int perm[KF_MAX_DIMS];
+  kf_memory_perm(out, perm);
   return {kf_permuted(in0, out.ndim, perm), kf_permuted(in1, out.ndim, perm),
           kf_permuted(out, out.ndim, perm)};
 }
