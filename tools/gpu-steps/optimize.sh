@@ -168,11 +168,14 @@ collect_results() {
     python3 tools/bench/target_table.py "${runs[@]}" --out "$OUT_DIR/optimize-tables.md" \
       >/dev/null || exit 1
     # Every run's reports, tables, logs and winners' params in one file: the device tool
-    # returns a limited number of files, and the run directories hold thousands. The lane
-    # logs still grow (tar's status 1: a file changed while read).
+    # returns a limited number of files, and the run directories hold thousands. The export's
+    # manifest goes too: it says which targets the optimized model runs a kernel for, which
+    # target_table.py counts from the archive as it did on the machine. The lane logs still
+    # grow (tar's status 1: a file changed while read).
     local lanes=("$OUT_DIR"/optimize-lane-*.txt) tar_rc=0
-    (cd "$WORK" && find "${runs[@]##*/}" -maxdepth 1 -type f \( -name '*.json' -o -name '*.txt' \
-      -o -name '*.md' \) -print0 | tar czf "$OUT_DIR/optimize-results.tgz.part" \
+    (cd "$WORK" && find "${runs[@]##*/}" -maxdepth 2 -type f \( -path '*/export/manifest.json' -o \
+      \( ! -path '*/*/*' \( -name '*.json' -o -name '*.txt' -o -name '*.md' \) \) \) \
+      -print0 | tar czf "$OUT_DIR/optimize-results.tgz.part" \
       --warning=no-file-changed --null -T - optimize-*.log -C "$OUT_DIR" "${lanes[@]##*/}") ||
       tar_rc=$?
     ((tar_rc <= 1)) && mv "$OUT_DIR/optimize-results.tgz.part" "$OUT_DIR/optimize-results.tgz"
