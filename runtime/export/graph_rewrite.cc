@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -172,17 +173,28 @@ using InputPosition = std::pair<size_t, size_t>;
 
 // The graph's nodes computing the target — the node computing its outputs (`last`) and, for a
 // chain, the nodes before it, each of whose one output only the next uses — and where the
-// target's tensor inputs are among their inputs, in target order; nullopt when `last` does not
-// end such a subgraph. Each node has its target node's operator, overload and constant
-// arguments.
+// target's tensor inputs are among their inputs, in target order; FailedPrecondition, naming
+// the node and what differs, when `last` does not end such a subgraph. Each node has its target
+// node's operator, overload and constant arguments.
 struct SubgraphMatch {
   std::vector<Node*> nodes;  // in target order
   std::vector<InputPosition> inputs;
 };
 
-std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target) {
+// The graph's value of a scalar argument as a reader would name it: its constant, else the
+// node that computes it.
+std::string DescribeScalar(Value* value) {
+  if (std::optional<c10::IValue> constant = ConstantOf(value)) {
+    std::ostringstream text;
+    text << *constant;
+    return text.str();
+  }
+  return absl::StrCat("computed in the graph (by ", value->node()->kind().toQualString(), ")");
+}
+
+absl::StatusOr<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target) {
   const int k = target.nodes_size();
-  if (k == 0) return std::nullopt;
+  if (k == 0) return absl::InvalidArgumentError("the target has no nodes");
   std::map<std::string, int> producer;  // a value inside the subgraph -> its target node
   for (int i = 0; i < k; ++i) {
     for (const std::string& out : target.nodes(i).outputs()) producer[out] = i;
@@ -193,17 +205,30 @@ std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target)
   match.inputs.assign(target.input_names_size(), kUnset);
   match.nodes[k - 1] = last;
   for (int i = k - 1; i >= 0; --i) {
-    Node* node = match.nodes[i];
-    if (node == nullptr) return std::nullopt;
     const v1::SubgraphNode& t = target.nodes(i);
-    if (node->kind().toQualString() != t.op()) return std::nullopt;
+    auto differ = [&](auto&&... why) {
+      return absl::FailedPreconditionError(absl::StrCat(t.op(), ": ", why...));
+    };
+    Node* node = match.nodes[i];
+    if (node == nullptr) return differ("no node of the graph makes its input from the chain");
+    if (node->kind().toQualString() != t.op()) {
+      return differ("the graph has ", node->kind().toQualString(), " there");
+    }
     const c10::FunctionSchema* schema = node->maybeSchema();
-    if (schema == nullptr || schema->overload_name() != t.overload()) return std::nullopt;
-    if (node->inputs().size() != schema->arguments().size()) return std::nullopt;
+    if (schema == nullptr || schema->overload_name() != t.overload()) {
+      return differ("the graph calls overload '", schema ? schema->overload_name() : "?",
+                    "', the capture '", t.overload(), "'");
+    }
+    if (node->inputs().size() != schema->arguments().size()) {
+      return differ("the node has ", node->inputs().size(), " inputs for ",
+                    schema->arguments().size(), " arguments");
+    }
     const size_t outputs = i == k - 1 ? static_cast<size_t>(target.outputs_size()) : 1;
-    if (node->outputs().size() != outputs) return std::nullopt;
+    if (node->outputs().size() != outputs) {
+      return differ(node->outputs().size(), " outputs, the target ", outputs);
+    }
     for (Value* out : node->outputs()) {
-      if (!out->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
+      if (!out->type()->isSubtypeOf(*c10::TensorType::get())) return differ("an output is no tensor");
     }
     for (size_t j = 0; j < schema->arguments().size(); ++j) {
       const std::string& name = schema->arguments()[j].name();
@@ -215,20 +240,28 @@ std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target)
           ++count;
         }
       }
-      if (recorded == nullptr || count != 1) return std::nullopt;  // unknown or a tensor list
+      if (recorded == nullptr || count != 1) {  // unknown or a tensor list
+        return differ("the capture recorded no single value of ", name);
+      }
       Value* value = node->input(j);
       if (recorded->kind_case() != v1::Argument::kTensor) {
         std::optional<c10::IValue> constant = ConstantOf(value);
-        if (!constant || !ScalarMatches(recorded->scalar(), *constant)) return std::nullopt;
+        if (!constant || !ScalarMatches(recorded->scalar(), *constant)) {
+          return differ(name, " is ", DescribeScalar(value), " there, ",
+                        ScalarText(recorded->scalar()), " when captured");
+        }
         continue;
       }
-      if (!value->type()->isSubtypeOf(*c10::TensorType::get())) return std::nullopt;
+      if (!value->type()->isSubtypeOf(*c10::TensorType::get())) {
+        return differ(name, " is no tensor there");
+      }
       if (auto inside = producer.find(recorded->tensor()); inside != producer.end()) {
         // A value inside the subgraph: made by the node matched to its producer, used only here.
         const int m = inside->second;
         if (m >= i || value->uses().size() != 1 || value->node()->owningBlock() != node->owningBlock() ||
             (match.nodes[m] != nullptr && match.nodes[m] != value->node())) {
-          return std::nullopt;
+          return differ(name, " is not the chain's value from ", target.nodes(m).op(),
+                        " used only here (", value->uses().size(), " uses)");
         }
         match.nodes[m] = value->node();
         continue;
@@ -237,10 +270,12 @@ std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target)
       for (int in = 0; in < target.input_names_size(); ++in) {
         if (target.input_names(in) == recorded->tensor()) index = in;
       }
-      if (index < 0) return std::nullopt;
+      if (index < 0) return differ(name, " names no input of the target");
       // An input the target reads twice (x in a written-out RMSNorm) is one value here too.
       if (const InputPosition seen = match.inputs[index]; seen != kUnset) {
-        if (match.nodes[seen.first]->input(seen.second) != value) return std::nullopt;
+        if (match.nodes[seen.first]->input(seen.second) != value) {
+          return differ(name, " is another value than the chain's earlier read of that input");
+        }
         continue;
       }
       // Where the graph records a complete type (traced models), it must agree.
@@ -248,18 +283,21 @@ std::optional<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target)
         const v1::TensorSignature& sig = target.inputs(index);
         if (auto sizes = type->sizes().concrete_sizes()) {
           if (!std::equal(sizes->begin(), sizes->end(), sig.sizes().begin(), sig.sizes().end())) {
-            return std::nullopt;
+            return differ(name, " has sizes [", absl::StrJoin(*sizes, ","), "] there, [",
+                          absl::StrJoin(sig.sizes(), ","), "] when captured");
           }
         }
         if (auto dtype = type->scalarType(); dtype && *dtype != ScalarTypeOf(sig.dtype())) {
-          return std::nullopt;
+          return differ(name, " is ", c10::toString(*dtype), " there");
         }
       }
       match.inputs[index] = {static_cast<size_t>(i), j};
     }
   }
   for (const InputPosition& position : match.inputs) {
-    if (position == kUnset) return std::nullopt;
+    if (position == kUnset) {
+      return absl::FailedPreconditionError("the graph's nodes do not read every target input");
+    }
   }
   return match;
 }
@@ -342,7 +380,7 @@ bool ObservedWith(Observed seen, const v1::Target& target, int i) {
 
 // Why no node computes `target`, from how far its nodes got.
 std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, int with_constants,
-                         bool used_observations) {
+                         const std::string& first_difference, bool used_observations) {
   const std::string op = target.nodes(target.nodes_size() - 1).op();
   if (with_op == 0) return absl::StrCat("the model's graph has no ", op, " node");
   const std::string nodes = absl::StrCat(with_op, " ", op, " node", with_op == 1 ? "" : "s");
@@ -363,7 +401,8 @@ std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, in
                                            " (each node's one output used only by the next, "
                                            "called as captured)")
                             : "",
-                        " (the kernel is proven for the captured values only)");
+                        " (the kernel is proven for the captured values only); at the first: ",
+                        first_difference);
   }
   return absl::StrCat(which, " go to another target's kernel: a chain that ends there too "
                       "and saves more per call, or a longer chain they are part of");
@@ -428,6 +467,7 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
 
   struct Tally {
     int with_op = 0, observed = 0, with_constants = 0;
+    std::string first_difference;  // why the first node that was not the target is not
   };
   std::map<std::string, Tally> tally;
   for (Node* node : nodes) {
@@ -446,8 +486,11 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
         if (!ObservedWith(observed[node], k.target, last)) continue;
         ++t.observed;
       }
-      std::optional<SubgraphMatch> match = MatchSubgraph(node, k.target);
-      if (!match) continue;
+      absl::StatusOr<SubgraphMatch> match = MatchSubgraph(node, k.target);
+      if (!match.ok()) {
+        if (t.first_difference.empty()) t.first_difference = std::string(match.status().message());
+        continue;
+      }
       if (plan.used_observations) {
         bool seen = true;
         for (int i = 0; i < last && seen; ++i) {
@@ -497,7 +540,8 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
     if (plan.nodes_per_kernel.count(k.kernel_id)) continue;
     const Tally& t = tally[k.kernel_id];
     plan.unmatched[k.kernel_id] =
-        WhyUnmatched(k.target, t.with_op, t.observed, t.with_constants, plan.used_observations);
+        WhyUnmatched(k.target, t.with_op, t.observed, t.with_constants, t.first_difference,
+                     plan.used_observations);
   }
   return plan;
 }

@@ -254,6 +254,9 @@ TEST_F(PlanRewriteOnResNet, SaysWhyNoNodeComputesATarget) {
   EXPECT_THAT(plan->unmatched["eps"],
               HasSubstr("nodes the capture observed with the target's inputs (4 of 53) do not "
                         "take the target's scalar arguments as constants"));
+  // ... and what differs at the first of them, by name.
+  EXPECT_THAT(plan->unmatched["eps"], HasSubstr("at the first: aten::batch_norm: eps is "));
+  EXPECT_THAT(plan->unmatched["eps"], HasSubstr(" there, 0.001 when captured"));
   EXPECT_THAT(plan->unmatched["shape"],
               HasSubstr("the capture observed none of its 53 aten::batch_norm nodes called with "
                         "the target's input signature"));
