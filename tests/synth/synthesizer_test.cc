@@ -1011,6 +1011,50 @@ TEST(SynthesizerTest, NearestUpsamplingByWholeFactorsIsALayoutCopy) {
   EXPECT_THAT(Refusal(scattered), HasSubstr("is not dense in any order"));
 }
 
+// upsample_nearest1d and 3d, the default overload with its scale arguments: a 1d scale of 3
+// and a 3d scale of 2 over depth and rows alone are whole factors; a 3d scale whose float
+// reciprocal picks other source rows (a 5 -> 7 resize) is refused naming the dim.
+TEST(SynthesizerTest, NearestUpsamplingIn1dAnd3dReadsItsScaleArguments) {
+  auto nearest = [](const std::string& op, const std::vector<int64_t>& in,
+                    const std::vector<int64_t>& out,
+                    const std::vector<std::pair<std::string, double>>& scales) {
+    v1::Target t;
+    v1::SubgraphNode* node = t.add_nodes();
+    node->set_op(op);
+    v1::Argument* self = node->add_args();
+    self->set_name("self");
+    self->set_tensor("in0");
+    v1::Argument* size = node->add_args();
+    size->set_name("output_size");
+    *size->mutable_scalar() = scalar::Ints(std::vector<int64_t>(out.begin() + 2, out.end()));
+    for (const auto& [name, value] : scales) {
+      v1::Argument* a = node->add_args();
+      a->set_name(name);
+      *a->mutable_scalar() = scalar::Float(value);
+    }
+    node->add_outputs("out0");
+    t.add_input_names("in0");
+    *t.add_inputs() = Dense(in, v1::FLOAT32);
+    t.add_output_names("out0");
+    *t.add_outputs() = Dense(out, v1::FLOAT32);
+    return t;
+  };
+  auto one = Bind(nearest("aten::upsample_nearest1d", {2, 8, 40}, {2, 8, 120}, {{"scales", 3.0}}));
+  ASSERT_NE(one, nullptr);
+  auto k1 = one->Generate(*one->Space().Parse("threads=128;vec=4;ilp=1;grid=oneshot"));
+  ASSERT_TRUE(k1.ok()) << k1.status();
+  EXPECT_THAT(k1->source, HasSubstr("#define KF_REPEAT 1, 1, 3\n"));
+  auto three = Bind(nearest("aten::upsample_nearest3d", {1, 4, 5, 6, 7}, {1, 4, 10, 12, 7},
+                            {{"scales_d", 2.0}, {"scales_h", 2.0}, {"scales_w", 1.0}}));
+  ASSERT_NE(three, nullptr);
+  auto k3 = three->Generate(*three->Space().Parse("threads=128;vec=1;ilp=1;grid=oneshot"));
+  ASSERT_TRUE(k3.ok()) << k3.status();
+  EXPECT_THAT(k3->source, HasSubstr("#define KF_REPEAT 1, 1, 2, 2, 1\n"));
+  EXPECT_THAT(Refusal(nearest("aten::upsample_nearest3d", {1, 4, 5, 6, 7}, {1, 4, 7, 6, 7},
+                              {{"scales_d", 1.4}, {"scales_h", 1.0}, {"scales_w", 1.0}})),
+              HasSubstr("spatial dim 0 goes from 5 to 7"));
+}
+
 // sub and div of two tensors: aten's order of operands and alpha; div with a rounding mode is
 // another overload, refused.
 TEST(SynthesizerTest, SubAndDivOfTensorsKeepTheOperandOrder) {
