@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 from runtime_lib import find_library
@@ -152,6 +153,31 @@ class RuntimeInPython(unittest.TestCase):
         self.assertEqual(order, ["a", "b", "c", "b", "c", "a", "c", "a", "b"])
         self.assertEqual(sorted(medians), ["a", "b", "c"])
         self.assertTrue(all(ms >= 0 for ms in medians.values()))
+
+    def test_check_optimized_names_a_forwards_first_synchronizing_call(self):
+        # A stand-in for torch.cuda (this machine has no GPU): the sync debug mode is set to
+        # error around one forward and set back; the error's synchronizing line and the
+        # TorchScript code line it marks are what the note says.
+        check = self.check_optimized()
+        modes = []
+        cuda = types.SimpleNamespace(synchronize=lambda: None,
+                                     set_sync_debug_mode=lambda mode: modes.append(mode))
+        fake_torch = types.SimpleNamespace(cuda=cuda)
+
+        def forward(x):
+            raise RuntimeError("The following operation failed in the TorchScript interpreter.\n"
+                               "Traceback of TorchScript, serialized code:\n"
+                               "  File \"code/__torch__/m.py\", line 9, in forward\n"
+                               "    _1 = torch.item(_0)\n"
+                               "         ~~~~~~~~~~ <--- HERE\n"
+                               "RuntimeError: called a synchronizing CUDA operation")
+
+        sync = check.first_sync(forward, (1,), fake_torch)
+        self.assertEqual(sync, "RuntimeError: RuntimeError: called a synchronizing CUDA "
+                               "operation at `_1 = torch.item(_0)`")
+        self.assertEqual(modes, ["error", "default"])
+        self.assertEqual(check.first_sync(lambda x: x, (1,), fake_torch), "")
+        self.assertEqual(modes, ["error", "default", "error", "default"])
 
     def test_check_optimized_scales_the_tolerance_by_eagers_own_error(self):
         import torch
