@@ -963,9 +963,17 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
     auto it = calls.find(n);
     return it == calls.end() ? -1 : sequence[it->second];
   };
-  std::map<std::tuple<std::vector<int>, std::vector<int>, std::vector<std::vector<SlotRef>>>,
-           Chain>
-      found;
+  using ChainKey =
+      std::tuple<std::vector<int>, std::vector<int>, std::vector<std::vector<SlotRef>>>;
+  std::map<ChainKey, Chain> found;
+  // Whether a family writes each chain tried: a model's layers repeat their chains, bound once.
+  std::map<ChainKey, bool> writable;
+  auto is_written = [&](const std::vector<int>& chain_groups, const std::vector<int>& links,
+                        const std::vector<std::vector<SlotRef>>& shared) {
+    auto [it, added] = writable.emplace(ChainKey{chain_groups, links, shared}, false);
+    if (added) it->second = written(chain_groups, links, shared);
+    return it->second;
+  };
   std::unordered_map<const torch::jit::Node*, bool> taken;
   for (const torch::jit::Node* first : forward.nodes) {
     const int g0 = group_of(first);
@@ -1006,7 +1014,7 @@ std::vector<Chain> FindChains(const InlinedForward& forward, const std::vector<i
         if (!first) shared[i][slot] = it->second;
       }
     }
-    while (path.size() >= 2 && !written(path_groups, links, shared)) {
+    while (path.size() >= 2 && !is_written(path_groups, links, shared)) {
       path.pop_back();
       path_groups.pop_back();
       links.pop_back();

@@ -26,7 +26,7 @@ typedef long long kf_i64;
 std::string_view FastDivideSource();
 std::string_view BroadcastGroupsSource();
 std::string_view ElementwisePathSource();
-std::string_view CopyViewSource();  // after ElementwisePathSource
+std::string_view CopyViewSource();  // after BroadcastGroupsSource
 std::string_view TicketOrderSource();
 std::string_view SpreadOperandSource();  // after FastDivideSource
 std::string_view SoftmaxExpSource();

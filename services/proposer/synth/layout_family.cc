@@ -250,7 +250,6 @@ class LayoutGenerator : public KernelGenerator {
     }
     src += FastDivideSource();
     src += BroadcastGroupsSource();
-    src += ElementwisePathSource();
     src += CopyViewSource();
     src += kEngine;
     PlanSpec plan;

@@ -3,8 +3,8 @@
 // factors), its dims in the output's memory order, so that the view's elements in order are
 // the output's memory and the copy writes it front to back.
 //
-// Plain C++ marked KF_HD, embedded after broadcast_groups.cuh and elementwise_path.cuh
-// (kf_flat, kf_memory_perm, kf_permuted).
+// Plain C++ marked KF_HD, embedded after broadcast_groups.cuh (kf_flat, kf_memory_perm,
+// kf_permuted).
 
 // `t` with each element of dim d repeated repeat[d] times in a row (0 or 1: not repeated;
 // nearest-neighbour upsampling by integer factors, as a view): a repeated dim becomes two, (size, r) with

@@ -17,17 +17,6 @@
 #define KF_PATH_VEC 1
 #define KF_PATH_REUSE 2
 
-KF_HD bool kf_flat(const KfTensor& t, const KfTensor& out) {
-  if (t.ndim != out.ndim) return false;
-  kf_i64 expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != out.sizes[d]) return false;
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 // The call's tensors in the output's memory order, where the output is not contiguous: every
 // tensor's dims (an input's aligned to the output's, missing leading dims of size 1) permuted
 // so that the output's strides fall, its dims of size 1 first. An output dense in some order,
@@ -37,36 +26,6 @@ KF_HD bool kf_flat(const KfTensor& t, const KfTensor& out) {
 struct KfCallTensors {
   KfTensor in0, in1, out;
 };
-
-// `t` with dim i of the result dim perm[i] of `t` aligned to `ndim` dims.
-KF_HD KfTensor kf_permuted(const KfTensor& t, int ndim, const int (&perm)[KF_MAX_DIMS]) {
-  KfTensor r = t;
-  const int shift = ndim - t.ndim;
-  for (int i = 0; i < KF_MAX_DIMS; ++i) {
-    const int d = i < ndim ? perm[i] - shift : -1;
-    r.sizes[i] = d >= 0 ? t.sizes[d] : 1;
-    r.strides[i] = d >= 0 ? t.strides[d] : 0;
-  }
-  r.ndim = ndim;
-  return r;
-}
-
-// `out`'s dims in memory order, outermost first: its dims of size 1, then strides falling (a
-// stable sort: a contiguous tensor's dims keep their order).
-KF_HD void kf_memory_perm(const KfTensor& out, int (&perm)[KF_MAX_DIMS]) {
-  for (int i = 0; i < KF_MAX_DIMS; ++i) perm[i] = i;
-  auto outer = [&](int a, int b) {
-    if (out.sizes[b] == 1) return false;
-    return out.sizes[a] == 1 || out.strides[a] > out.strides[b];
-  };
-  for (int i = 1; i < out.ndim; ++i) {
-    for (int j = i; j > 0 && outer(perm[j], perm[j - 1]); --j) {
-      const int swap = perm[j];
-      perm[j] = perm[j - 1];
-      perm[j - 1] = swap;
-    }
-  }
-}
 
 KF_HD KfCallTensors kf_in_memory_order(const KfTensor& in0, const KfTensor& in1,
                                        const KfTensor& out) {
