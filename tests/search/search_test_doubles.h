@@ -199,6 +199,10 @@ class SimulatedRunnerForTests : public CandidateRunner {
   void fail_in_fresh_process(const std::string& candidate_id) {
     fresh_failures_.insert(candidate_id);
   }
+  // The speedup a candidate's fresh-process run measures (timing noise between processes).
+  void set_fresh_speedup(const std::string& candidate_id, double speedup) {
+    fresh_speedups_[candidate_id] = speedup;
+  }
   void set_runner_error(absl::Status error) { runner_error_ = std::move(error); }
   std::vector<std::pair<std::string, bool>> calls() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -228,7 +232,11 @@ class SimulatedRunnerForTests : public CandidateRunner {
       return out;
     }
     auto peak = peaks_.find(target.id());
-    const double speedup = SimulatedSpeedup(p, peak == peaks_.end() ? 3.0 : peak->second);
+    double speedup = SimulatedSpeedup(p, peak == peaks_.end() ? 3.0 : peak->second);
+    if (auto fresh = fresh_speedups_.find(candidate.id());
+        options.fresh_process && fresh != fresh_speedups_.end()) {
+      speedup = fresh->second;
+    }
     out.evaluation.set_speedup(speedup);
     out.evaluation.mutable_eager()->set_median_s(target.eager_time_s());
     out.evaluation.mutable_candidate()->set_median_s(target.eager_time_s() / speedup);
@@ -240,6 +248,7 @@ class SimulatedRunnerForTests : public CandidateRunner {
   bool failures_ = true;
   std::map<std::string, double> peaks_;
   std::set<std::string> fresh_failures_;
+  std::map<std::string, double> fresh_speedups_;
   absl::Status runner_error_;
   std::mutex mu_;
   std::vector<std::thread> threads_;

@@ -70,7 +70,7 @@ std::vector<std::string> RenderProgress(const ProgressState& state, double now_s
   std::string footer = absl::StrFormat("  %d/%d evaluations, elapsed %s", completed, budget,
                                        FormatDuration(elapsed));
   if (state.reconfirming) {
-    absl::StrAppend(&footer, ", re-confirming winners in a fresh process");
+    absl::StrAppend(&footer, ", re-timing the fastest candidates in fresh processes");
   } else {
     absl::StrAppend(&footer, ", ETA ", FormatDuration(EstimateRemainingSeconds(state, now_s)));
   }
@@ -169,8 +169,8 @@ void ProgressDisplay::OnEvent(const SearchEvent& event) {
     case SearchEvent::Kind::kReconfirmed: {
       state_.reconfirming = true;
       const bool passed = event.latest && event.latest->evaluation().verdict() == v1::PASS;
-      row.state = passed ? absl::StrFormat("confirmed %.2fx", event.latest->evaluation().speedup())
-                         : absl::StrCat("winner failed re-run: ", verdict);
+      row.state = passed ? absl::StrFormat("runoff: %.2fx", event.latest->evaluation().speedup())
+                         : absl::StrCat("runoff candidate failed: ", verdict);
       if (!live_) {
         std::fprintf(
             stream_, "confirm: %s: candidate %s %s in a fresh process%s\n",

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "services/coordinator/search/seed_derivation.h"
 
 namespace kforge {
@@ -316,10 +318,13 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
     }
     return absl::OkStatus();
   }
-  // Round r re-runs each unconfirmed target's r-th fastest candidate; a round dispatches at
-  // most max_in_flight at a time and takes results in dispatch order.
+  // Round r re-runs each unsettled target's r-th fastest candidate; a round dispatches at
+  // most max_in_flight at a time and takes results in dispatch order. A target is settled
+  // once `runoff` candidates passed in fresh processes (or its runs are spent); the fastest
+  // of those, by its fresh timing, is the winner.
+  const int wanted = std::clamp(options_.runoff, 1, options_.max_reconfirmations);
   std::vector<std::vector<int>> ranked(targets_.size());
-  std::vector<bool> settled(targets_.size(), false);
+  std::vector<std::vector<v1::EvaluatedCandidate>> passed(targets_.size());
   for (size_t i = 0; i < targets_.size(); ++i) {
     ranked[i] = targets_[i].tree.PassingNodesBySpeedup();
     // Until one passes here, nothing is reported as the winner.
@@ -330,7 +335,10 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
   for (int round = 0; round < options_.max_reconfirmations; ++round) {
     std::vector<size_t> batch;
     for (size_t i = 0; i < targets_.size(); ++i) {
-      if (!settled[i] && round < static_cast<int>(ranked[i].size())) batch.push_back(i);
+      if (static_cast<int>(passed[i].size()) < wanted &&
+          round < static_cast<int>(ranked[i].size())) {
+        batch.push_back(i);
+      }
     }
     for (size_t begin = 0; begin < batch.size();
          begin += static_cast<size_t>(options_.max_in_flight)) {
@@ -359,7 +367,6 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
         *confirmed.mutable_evaluation() = (*outcome)->evaluation;
         confirmed.mutable_evaluation()->set_reconfirmed(true);
         confirmed.mutable_evaluation()->set_verdict(EffectiveVerdict(**outcome));
-        const bool passed = confirmed.evaluation().verdict() == v1::PASS;
         if (on_progress_) {
           SearchEvent event;
           event.kind = SearchEvent::Kind::kReconfirmed;
@@ -369,7 +376,7 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
           event.latest = &confirmed;
           on_progress_(event);
         }
-        if (!passed) {
+        if (confirmed.evaluation().verdict() != v1::PASS) {
           results[i].notes.push_back(
               absl::StrCat("candidate ", node.candidate_id(), " passed in the search at ",
                            node.speedup(), "x but failed re-confirmation in a fresh process: ",
@@ -377,13 +384,34 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
                            confirmed.evaluation().diagnostics().message()));
           continue;
         }
-        settled[i] = true;
-        results[i].progress.set_best_speedup(confirmed.evaluation().speedup());
-        results[i].progress.set_best_candidate_id(node.candidate_id());
-        *results[i].progress.mutable_best() = confirmed.evaluation();
-        results[i].best = std::move(confirmed);
+        passed[i].push_back(std::move(confirmed));
       }
     }
+  }
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    if (passed[i].empty()) continue;
+    // The fastest in its fresh run; a tie goes to the one the search ranked higher.
+    size_t winner = 0;
+    for (size_t k = 1; k < passed[i].size(); ++k) {
+      if (passed[i][k].evaluation().speedup() > passed[i][winner].evaluation().speedup()) {
+        winner = k;
+      }
+    }
+    if (passed[i].size() > 1) {
+      std::vector<std::string> runs;
+      for (const v1::EvaluatedCandidate& c : passed[i]) {
+        runs.push_back(absl::StrFormat("%s %.3fx", c.candidate().id().substr(0, 12),
+                                       c.evaluation().speedup()));
+      }
+      results[i].notes.push_back(absl::StrCat(
+          "runoff in fresh processes of the search's fastest: ", absl::StrJoin(runs, ", "),
+          "; ", passed[i][winner].candidate().id().substr(0, 12), " won"));
+    }
+    v1::EvaluatedCandidate& best = passed[i][winner];
+    results[i].progress.set_best_speedup(best.evaluation().speedup());
+    results[i].progress.set_best_candidate_id(best.candidate().id());
+    *results[i].progress.mutable_best() = best.evaluation();
+    results[i].best = std::move(best);
   }
   return absl::OkStatus();
 }

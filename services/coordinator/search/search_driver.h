@@ -1,8 +1,9 @@
 // SearchDriver: runs a job's search loop over its targets. The scheduler picks a target, that
 // target's tree selects and expands a node through the Proposer, the CandidateRunner runs the
 // child (asynchronously, a bounded number in flight), and the result is backed up. At the end
-// each target's winner is re-confirmed through the runner in a fresh process before it is
-// reported, falling back to the next best when it fails there.
+// each target's fastest candidates are re-run through the runner in fresh processes, and the
+// fastest of those that pass there is reported (a runoff; a candidate that fails there gives
+// way to the next best).
 //
 // Reproducible: results are backed up in the order their candidates were dispatched, whatever
 // order the runner finishes them in, so the same seed, proposer and outcomes give the same
@@ -41,9 +42,14 @@ struct SearchDriverOptions {
   uint64_t seed = 0;           // the run seed; each target's tree seed derives from it and its id
   int max_in_flight = 4;       // evaluations outstanding across all targets
   double time_budget_s = 0.0;  // wall time for the search loop; 0: unlimited
-  // Winners tried in a fresh process per target, fastest first, until one passes there.
-  // 0 reports the search's best without re-confirmation (reconfirmed stays false).
-  int max_reconfirmations = 3;
+  // Fresh-process runs per target at most, fastest candidates first. 0 reports the search's
+  // best without re-confirmation (reconfirmed stays false).
+  int max_reconfirmations = 5;
+  // Candidates that must pass in fresh processes before the fastest of them is the winner (at
+  // most max_reconfirmations). The search's best is the best of many noisy timings, biased
+  // high, and its runners-up are often within that noise of it (1-2% apart on launch-bound
+  // targets); one fresh timing of each is unbiased.
+  int runoff = 3;
   SearchOptions search;  // for new trees; resumed trees keep their stored parameters
   SchedulerOptions scheduler;
   ProposeContext propose;
@@ -54,7 +60,7 @@ struct SearchEvent {
   enum class Kind {
     kIteration,      // a candidate's result was backed up (`latest` is it)
     kTargetStopped,  // the target gets no more iterations (`stop_reason` says why)
-    kReconfirmed,    // a winner was re-run in a fresh process (`latest` is that result)
+    kReconfirmed,    // a runoff candidate was re-run in a fresh process (`latest` is that result)
   };
   Kind kind = Kind::kIteration;
   size_t target_index = 0;
@@ -64,7 +70,7 @@ struct SearchEvent {
 };
 
 struct TargetSearchResult {
-  // iterations: completed evaluations; best_speedup, best_candidate_id, best: the re-confirmed
+  // iterations: completed evaluations; best_speedup, best_candidate_id, best: the runoff's
   // winner (0 / empty when nothing passed re-confirmation); verdict_counts: search results.
   v1::TargetProgress progress;
   // The winner with its fresh-process evaluation (reconfirmed = true).
@@ -72,7 +78,7 @@ struct TargetSearchResult {
   double search_best_speedup = 0.0;  // best in-search speedup (biased high: best of many)
   StopReason stop_reason = StopReason::kNone;
   std::string error;               // proposer error or refusal
-  std::vector<std::string> notes;  // e.g. a winner that failed re-confirmation
+  std::vector<std::string> notes;  // e.g. a candidate that failed re-confirmation, the runoff
 };
 
 struct SearchResult {
@@ -99,7 +105,7 @@ class SearchDriver {
   void OnProgress(ProgressCallback callback) { on_progress_ = std::move(callback); }
   void OnCheckpoint(CheckpointCallback callback) { on_checkpoint_ = std::move(callback); }
 
-  // Runs until every target is stopped (or the time budget ends), then re-confirms winners.
+  // Runs until every target is stopped (or the time budget ends), then runs the runoffs.
   // Once per driver. CancelledError after Cancel (trees keep their state, pending nodes
   // included); the runner's own error if it reports one.
   absl::StatusOr<SearchResult> Run();

@@ -713,7 +713,6 @@ absl::Status JobManager::Search(Record* r) {
   driver_options.seed = spec.seed();
   driver_options.max_in_flight = options_.max_in_flight;
   driver_options.time_budget_s = spec.budget().time_budget_s();
-  driver_options.max_reconfirmations = options_.max_reconfirmations;
   driver_options.scheduler.iterations_per_target = spec.budget().iterations_per_target();
   driver_options.scheduler.max_in_flight_per_target = options_.max_in_flight_per_target;
   if (IsLlmProposer(spec.proposer())) driver_options.search.proposals_per_expansion = 1;

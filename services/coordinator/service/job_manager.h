@@ -50,7 +50,6 @@ struct JobManagerOptions {
   std::string default_arch = "sm_90";  // JobSpec.arch when it is empty
   int max_in_flight = 16;              // evaluations outstanding per job
   int max_in_flight_per_target = 4;
-  int max_reconfirmations = 3;
   int default_top_k = 5;  // JobSpec.top_k 0 without explicit targets
   // Bounds that turn a typo into an error instead of a search that never ends.
   int max_iterations_per_target = 100000;
