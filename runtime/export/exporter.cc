@@ -25,6 +25,7 @@
 #include "kforge/v1/proposer.pb.h"
 #include "runtime/bundle_manifest.h"
 #include "runtime/export/graph_rewrite.h"
+#include "runtime/export/host_scalars.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "services/coordinator/embedded/target_selection.h"
 #include "services/worker/reference.h"
@@ -304,6 +305,13 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
   }
   KF_ASSIGN_OR_RETURN(RewritePlan rewrite, PlanRewrite(module, rewrite_kernels, graph_json));
   if (!rewrite.note.empty()) result.notes.push_back(rewrite.note);
+  // Only constants are added and inputs swapped: the planned nodes stay as planned.
+  if (const int moved = KeepScalarArithmeticOnHost(*rewrite.graph); moved > 0) {
+    result.notes.push_back(absl::StrCat(
+        moved, " scalar constant(s) of the model's shape arithmetic now live on the host: the "
+        "traced model computed sizes on the GPU only to read them back, a device "
+        "synchronization each time (and no CUDA-graph capture); the values are the same"));
+  }
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, Compiler::Create(options.compiler, nullptr));
   BundleManifest manifest;

@@ -15,6 +15,7 @@
 #include <map>
 
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
@@ -27,6 +28,7 @@
 #include "runtime/export/export_cli.h"
 #include "runtime/export/exporter.h"
 #include "runtime/export/graph_rewrite.h"
+#include "runtime/export/host_scalars.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "tests/support/temp_dir.h"
 
@@ -422,6 +424,58 @@ TEST(RuntimeModelsTest, ATensorTheChainReadsTwiceIsOneInputOfItsCall) {
   ASSERT_EQ(inputs->inputs().size(), 2u);
   EXPECT_EQ(inputs->input(0), graph->inputs()[1]);  // x, once
   EXPECT_NE(inputs->input(1), graph->inputs()[1]);  // the weight
+}
+
+// The traced `x.shape[-1] // 2` of Qwen3's rotate_half (its 2 a 0-dim tensor constant, on the
+// GPU for a model traced there) and the size products of its reshapes are arithmetic read only
+// on the host; the fixture, traced on the CPU, has its constants there already: nothing moves
+// and the logits stay the same.
+TEST(HostScalarsTest, FindsTheQwen3RotarySplitsDivisionsAndMovesNothingAlreadyOnTheHost) {
+  torch::jit::Module model =
+      torch::jit::load((kFixtures / "qwen3" / "model" / "model.pt").string());
+  const at::Tensor ids = at::arange(32, at::kLong).remainder(97).reshape({1, 32});
+  const at::Tensor expected = model.forward({ids}).toTensor();
+  torch::jit::Module rewritten =
+      torch::jit::load((kFixtures / "qwen3" / "model" / "model.pt").string());
+  std::shared_ptr<torch::jit::Graph> graph = rewritten.get_method("forward").graph();
+  InlineAllCalls(*graph);
+  const std::vector<torch::jit::Node*> found = HostScalarArithmetic(*graph);
+  // Two slices (x1, x2) of q and of k in each of the 4 layers, and two size products a layer.
+  std::map<std::string, int> kinds;
+  for (torch::jit::Node* n : found) {
+    ++kinds[n->kind().toQualString()];
+    EXPECT_EQ(n->input(0)->node()->kind(), c10::prim::NumToTensor);
+    EXPECT_EQ(n->input(1)->node()->kind(), c10::prim::Constant);
+    ASSERT_EQ(n->output()->uses().size(), 1u);
+    EXPECT_EQ(n->output()->uses()[0].user->kind(), c10::aten::Int);
+  }
+  EXPECT_EQ(kinds, (std::map<std::string, int>{{"aten::floor_divide", 16}, {"aten::mul", 8}}));
+  EXPECT_EQ(KeepScalarArithmeticOnHost(*graph), 0);
+  EXPECT_TRUE(at::equal(rewritten.forward({ids}).toTensor(), expected));
+}
+
+// x.size(1) // 2 read as an int; `tensor_use` also multiplies x by the quotient as a tensor.
+std::shared_ptr<torch::jit::Graph> SizeArithmetic(bool tensor_use) {
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(absl::StrCat(R"IR(
+graph(%x : Tensor, %c : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %s : int = aten::size(%x, %one)
+  %t : Tensor = prim::NumToTensor(%s)
+  %q : Tensor = aten::floor_divide(%t, %c)
+  %i : int = aten::Int(%q)
+)IR", tensor_use ? "  %y : Tensor = aten::mul(%x, %q)\n  return (%y, %i)\n" : "  return (%i)\n"),
+                      graph.get());
+  torch::jit::WithInsertPoint at(graph->block()->nodes().front());
+  torch::jit::Value* c = graph->insertConstant(at::scalar_tensor(2, at::kLong));
+  graph->inputs()[1]->replaceAllUsesWith(c);
+  graph->eraseInput(1);
+  return graph;
+}
+
+TEST(HostScalarsTest, ArithmeticAlsoUsedAsATensorIsLeftAsItIs) {
+  EXPECT_EQ(HostScalarArithmetic(*SizeArithmetic(false)).size(), 1u);
+  EXPECT_TRUE(HostScalarArithmetic(*SizeArithmetic(true)).empty());
 }
 
 }  // namespace

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Whether a launch-bound op's CUDA-graph time depends on where its output goes: each op
-captured 20 times in one graph, writing (a) into one preallocated output (`out=`, as the
-worker's evaluator launches a candidate) or (b) into a tensor allocated per call (as a model,
-eager, torch.compile and the kforge runtime do), the graph replayed with the L2 flushed before
-every replay, interleaved; per-call medians. Usage: graph_output_probe.py [--reps N]."""
+"""Two questions about the CUDA-graph times of launch-bound ops (torch_compile_times.py's
+method: 20 calls captured in one graph, the graph replayed with the L2 flushed before every
+replay, interleaved; per-call medians):
+- whether it matters where the output goes: (a) one preallocated output (`out=`, as the
+  worker's evaluator launches a candidate) or (b) a tensor allocated per call (as a model,
+  eager, torch.compile and the kforge runtime do);
+- whether the times drift within a process: the first shape is timed again at the end (in
+  session 38's runs every function's graph time after the first graph-timed target was
+  ~0.33 us a kernel higher than the worker's, eager's included).
+Usage: graph_output_probe.py [--reps N]."""
 import argparse
 import statistics
 
@@ -18,11 +23,11 @@ def main():
     args = ap.parse_args()
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8,
                         device="cuda")
-    shapes = [(1, 256, 14, 14), (1, 2048, 512), (32, 512, 28, 28)]
+    shapes = [(1, 256, 14, 14), (1, 2048, 512), (32, 512, 28, 28), (1, 256, 14, 14)]
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     print("| input | out= µs | allocated µs | allocated / out= | distinct outputs in graph |")
     print("|---|--:|--:|--:|--:|")
-    for shape in shapes:
+    for k, shape in enumerate(shapes):
         x = torch.randn(shape, device="cuda")
         y = torch.empty_like(x)
         ptrs = []
@@ -58,7 +63,8 @@ def main():
         torch.cuda.synchronize()
         med = {n: statistics.median(s.elapsed_time(e) for s, e in v) * 1e3 / LAUNCHES
                for n, v in times.items()}
-        print(f"| f32{list(shape)} | {med['out']:.2f} | {med['alloc']:.2f} | "
+        again = " (again)" if shape in shapes[:k] else ""
+        print(f"| f32{list(shape)}{again} | {med['out']:.2f} | {med['alloc']:.2f} | "
               f"{med['alloc'] / med['out']:.3f} | {distinct} |")
 
 

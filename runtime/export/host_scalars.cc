@@ -1,0 +1,110 @@
+// Scalar arithmetic kept on the host (see host_scalars.h).
+#include "runtime/export/host_scalars.h"
+
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/runtime/graph_iterator.h>
+
+namespace kforge {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// Reads a 0-dim tensor's value on the host.
+bool IsScalarRead(const Node* node) {
+  static const std::set<c10::Symbol> kinds = {
+      c10::aten::Int,         c10::aten::Float,         c10::aten::Bool,
+      c10::aten::item,        c10::aten::ScalarImplicit, c10::aten::IntImplicit,
+      c10::aten::FloatImplicit};
+  return kinds.count(node->kind()) > 0;
+}
+
+// Ops whose result is the same whichever device computes it: exact, or correctly rounded.
+bool IsExactArithmetic(const Node* node) {
+  static const std::set<c10::Symbol> kinds = {
+      c10::aten::add, c10::aten::sub,       c10::aten::mul,       c10::aten::div,
+      c10::aten::true_divide, c10::aten::floor_divide, c10::aten::remainder, c10::aten::neg};
+  return kinds.count(node->kind()) > 0;
+}
+
+bool IsTensor(const Value* v) { return v->type()->isSubtypeOf(*c10::TensorType::get()); }
+
+// A 0-dim tensor constant, or nullopt.
+std::optional<at::Tensor> ScalarConstant(Value* v) {
+  if (v->node()->kind() != c10::prim::Constant || !IsTensor(v)) return std::nullopt;
+  std::optional<c10::IValue> value = torch::jit::toIValue(v);
+  if (!value || !value->isTensor() || value->toTensor().dim() != 0) return std::nullopt;
+  return value->toTensor();
+}
+
+}  // namespace
+
+std::vector<Node*> HostScalarArithmetic(torch::jit::Graph& graph) {
+  std::vector<Node*> nodes;  // in graph order, nested blocks' nodes after their owner
+  std::shared_ptr<torch::jit::Graph> shared = graph.shared_from_this();
+  torch::jit::DepthFirstGraphNodeIterator it(shared);
+  for (Node* n = it.next(); n != nullptr; n = it.next()) nodes.push_back(n);
+  std::set<const Node*> host;  // the qualifying arithmetic nodes
+  auto is_host_scalar = [&host](Value* v) {
+    return v->node()->kind() == c10::prim::NumToTensor || ScalarConstant(v).has_value() ||
+           host.count(v->node()) > 0;
+  };
+  // Inputs first, in graph order (a node's inputs come before it), then outputs: drop a node
+  // whose result is also used as a tensor, and with it every node it fed, until none changes.
+  for (Node* n : nodes) {
+    if (!IsExactArithmetic(n) || n->outputs().size() != 1) continue;
+    bool inputs_ok = true;
+    for (Value* in : n->inputs()) {
+      if (IsTensor(in) && !is_host_scalar(in)) inputs_ok = false;
+    }
+    if (inputs_ok) host.insert(n);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Node* n : nodes) {
+      if (!host.count(n)) continue;
+      bool keep = true;
+      for (const torch::jit::Use& use : n->output()->uses()) {
+        if (!IsScalarRead(use.user) && !host.count(use.user)) keep = false;
+      }
+      for (Value* in : n->inputs()) {
+        if (IsTensor(in) && !is_host_scalar(in)) keep = false;
+      }
+      if (!keep) {
+        host.erase(n);
+        changed = true;
+      }
+    }
+  }
+  std::vector<Node*> found;
+  for (Node* n : nodes) {
+    if (host.count(n)) found.push_back(n);
+  }
+  return found;
+}
+
+int KeepScalarArithmeticOnHost(torch::jit::Graph& graph) {
+  int moved = 0;
+  std::unordered_map<Value*, Value*> host_copies;  // a device constant -> its host copy
+  for (Node* n : HostScalarArithmetic(graph)) {
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      Value* in = n->input(i);
+      std::optional<at::Tensor> constant = ScalarConstant(in);
+      if (!constant || constant->device().is_cpu()) continue;
+      Value*& copy = host_copies[in];
+      if (copy == nullptr) {
+        torch::jit::WithInsertPoint at(in->node()->next());
+        copy = graph.insertConstant(constant->cpu());
+        ++moved;
+      }
+      n->replaceInput(i, copy);
+    }
+  }
+  return moved;
+}
+
+}  // namespace kforge

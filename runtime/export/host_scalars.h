@@ -1,0 +1,28 @@
+// Scalar arithmetic that a traced model does on the device only to read the result on the host.
+//
+// torch.jit.trace records `x.shape[-1] // 2` as prim::NumToTensor(aten::size(x, -1)) (a CPU
+// tensor) divided by a 0-dim tensor constant that holds the 2 on the device the model was traced
+// on, then aten::Int of the result. With a CUDA constant the division runs on the GPU, and
+// aten::Int copies its result back: a device synchronization per layer, which also makes the
+// forward impossible to capture in a CUDA graph (Qwen3's and Gemma3's rotary split, every
+// layer). The values are the same computed on the host, since such results feed only scalar
+// reads (aten::Int, aten::Float, ...) and the ops are exact or correctly rounded alike on both.
+#pragma once
+
+#include <vector>
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace kforge {
+
+// The arithmetic nodes whose results are read only on the host, in graph order: a node's
+// tensor inputs are host scalars (NumToTensor, 0-dim constants or such nodes' outputs), its op
+// gives the same result on every device (add, sub, mul, div, floor_divide, remainder, neg),
+// and its output is used only by scalar reads (aten::Int, aten::Float, ...) or such nodes.
+std::vector<torch::jit::Node*> HostScalarArithmetic(torch::jit::Graph& graph);
+
+// Gives each of those nodes host copies of its 0-dim tensor constants that live on another
+// device. Returns how many constants it copied.
+int KeepScalarArithmeticOnHost(torch::jit::Graph& graph);
+
+}  // namespace kforge
