@@ -320,8 +320,9 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
   }
   // Round r re-runs each unsettled target's r-th fastest candidate; a round dispatches at
   // most max_in_flight at a time and takes results in dispatch order. A target is settled
-  // once `runoff` candidates passed in fresh processes (or its runs are spent); the fastest
-  // of those, by its fresh timing, is the winner.
+  // once `runoff` candidates passed in fresh processes, or one has and the next is outside
+  // the runoff margin (or its runs are spent); the fastest of those that passed, by its fresh
+  // timing, is the winner.
   const int wanted = std::clamp(options_.runoff, 1, options_.max_reconfirmations);
   std::vector<std::vector<int>> ranked(targets_.size());
   std::vector<std::vector<v1::EvaluatedCandidate>> passed(targets_.size());
@@ -335,8 +336,11 @@ absl::Status SearchDriver::Reconfirm(std::vector<TargetSearchResult>& results) {
   for (int round = 0; round < options_.max_reconfirmations; ++round) {
     std::vector<size_t> batch;
     for (size_t i = 0; i < targets_.size(); ++i) {
-      if (static_cast<int>(passed[i].size()) < wanted &&
-          round < static_cast<int>(ranked[i].size())) {
+      if (round >= static_cast<int>(ranked[i].size())) continue;
+      const SearchTree& tree = targets_[i].tree;
+      const bool in_margin = tree.node(ranked[i][round]).speedup() >=
+                             (1.0 - options_.runoff_margin) * tree.node(ranked[i][0]).speedup();
+      if (passed[i].empty() || (static_cast<int>(passed[i].size()) < wanted && in_margin)) {
         batch.push_back(i);
       }
     }

@@ -47,9 +47,12 @@ struct SearchDriverOptions {
   int max_reconfirmations = 5;
   // Candidates that must pass in fresh processes before the fastest of them is the winner (at
   // most max_reconfirmations). The search's best is the best of many noisy timings, biased
-  // high, and its runners-up are often within that noise of it (1-2% apart on launch-bound
-  // targets); one fresh timing of each is unbiased.
+  // high, and its runners-up are often within that noise of it (0.1-0.5% apart on Gemma3's
+  // launch-bound targets, H200); one fresh timing of each is unbiased.
   int runoff = 3;
+  // Runners-up join the runoff only while their search speedup is within this fraction of the
+  // fastest candidate's: one further behind would need more than a fresh run's noise to win.
+  double runoff_margin = 0.03;
   SearchOptions search;  // for new trees; resumed trees keep their stored parameters
   SchedulerOptions scheduler;
   ProposeContext propose;
