@@ -134,12 +134,13 @@ std::string Readme(const ExportResult& result, const BundleManifest& manifest) {
       "`kforge export` from the optimize run in `", manifest.source_run, "`.\n",
       "Bundle id (sha256 of `manifest.json`): `", result.bundle_id, "`.\n\n",
       "## Python\n\n```python\nimport torch\n", "torch.ops.load_library(\"", lib.string(),
-      "\")\nmodel = torch.jit.load(\"", result.out_dir, "/model.pt\")\n```\n\n",
+      "\")\nmodel = torch.jit.load(\"", result.out_dir, "/model.pt\", map_location=\"cuda\")\n```\n\n",
+      "The export saved the model's weights on the CPU: `map_location` puts them on the GPU. "
       "Run it on CUDA tensors under `torch.inference_mode()` (or `torch.no_grad()`): a kernel "
       "has no backward, so calls that need gradients run PyTorch's operator.\n\n",
       "## C++ (LibTorch)\n\n```cpp\n#include <kforge/runtime.h>  // ", "runtime/include\n",
       "kforge::runtime::LoadBundle(\"", result.out_dir, "\");\n",
-      "torch::jit::Module model = torch::jit::load(\"", result.out_dir, "/model.pt\");\n```\n\n",
+      "torch::jit::Module model = torch::jit::load(\"", result.out_dir, "/model.pt\", torch::kCUDA);\n```\n\n",
       "Link with `-L", lib.parent_path().string(), " -lkforge_runtime`.\n\n",
       "## What runs\n\n",
       "Each rewritten operator checks its kernel's guards (CUDA device and architecture, dtypes, "
@@ -306,11 +307,12 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
   KF_ASSIGN_OR_RETURN(RewritePlan rewrite, PlanRewrite(module, rewrite_kernels, graph_json));
   if (!rewrite.note.empty()) result.notes.push_back(rewrite.note);
   // Only constants are added and inputs swapped: the planned nodes stay as planned.
-  if (const int moved = KeepScalarArithmeticOnHost(*rewrite.graph); moved > 0) {
+  if (const int rewritten = KeepScalarArithmeticOnHost(*rewrite.graph); rewritten > 0) {
     result.notes.push_back(absl::StrCat(
-        moved, " scalar constant(s) of the model's shape arithmetic now live on the host: the "
-        "traced model computed sizes on the GPU only to read them back, a device "
-        "synchronization each time (and no CUDA-graph capture); the values are the same"));
+        rewritten, " node(s) of the traced model's shape arithmetic take their constant as a "
+        "number and stay on the host: with the model's constants on the GPU they computed "
+        "sizes there only to read them back, a device synchronization each time (and a forward "
+        "no CUDA graph can capture); the values are the same"));
   }
 
   KF_ASSIGN_OR_RETURN(std::unique_ptr<Compiler> compiler, Compiler::Create(options.compiler, nullptr));
@@ -538,7 +540,8 @@ std::string FormatExportSummary(const ExportResult& r) {
   }
   for (const std::string& n : r.notes) absl::StrAppend(&out, "  note: ", n, "\n");
   absl::StrAppend(&out, "load it: torch.ops.load_library(\"", r.runtime_library,
-                  "\"); torch.jit.load(\"", r.out_dir, "/model.pt\")  (see ", r.out_dir,
+                  "\"); torch.jit.load(\"", r.out_dir, "/model.pt\", map_location=\"cuda\")  (see ",
+                  r.out_dir,
                   "/README.md)\n");
   return out;
 }

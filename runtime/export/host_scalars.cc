@@ -1,8 +1,9 @@
 // Scalar arithmetic kept on the host (see host_scalars.h).
 #include "runtime/export/host_scalars.h"
 
+#include <optional>
 #include <set>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -88,23 +89,46 @@ std::vector<Node*> HostScalarArithmetic(torch::jit::Graph& graph) {
 }
 
 int KeepScalarArithmeticOnHost(torch::jit::Graph& graph) {
-  int moved = 0;
-  std::unordered_map<Value*, Value*> host_copies;  // a device constant -> its host copy
+  int rewritten = 0;
   for (Node* n : HostScalarArithmetic(graph)) {
-    for (size_t i = 0; i < n->inputs().size(); ++i) {
-      Value* in = n->input(i);
-      std::optional<at::Tensor> constant = ScalarConstant(in);
-      if (!constant || constant->device().is_cpu()) continue;
-      Value*& copy = host_copies[in];
-      if (copy == nullptr) {
-        torch::jit::WithInsertPoint at(in->node()->next());
-        copy = graph.insertConstant(constant->cpu());
-        ++moved;
-      }
-      n->replaceInput(i, copy);
+    std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
+    if (inputs.size() < 2) continue;
+    // The constant as `other`; a commutative op's constant `self` swaps places with it.
+    const bool commutative = n->kind() == c10::aten::add || n->kind() == c10::aten::mul;
+    if (commutative && !ScalarConstant(inputs[1]) && ScalarConstant(inputs[0])) {
+      std::swap(inputs[0], inputs[1]);
     }
+    std::optional<at::Tensor> constant = ScalarConstant(inputs[1]);
+    if (!constant || ScalarConstant(inputs[0])) continue;
+    // A number of the same kind promotes as the tensor did: an integer, or a float32 (a
+    // Python float is the default dtype); a float64 constant would promote to float64, a
+    // number not, so it stays.
+    c10::IValue number;
+    if (c10::isIntegralType(constant->scalar_type(), /*includeBool=*/false)) {
+      number = constant->item<int64_t>();
+    } else if (constant->scalar_type() == at::kFloat) {
+      number = static_cast<double>(constant->item<float>());
+    } else {
+      continue;
+    }
+    torch::jit::WithInsertPoint at(n);
+    inputs[1] = graph.insertConstant(number);
+    const c10::FunctionSchema& schema = n->schema();
+    std::vector<torch::jit::NamedValue> args, kwargs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const c10::Argument& declared = schema.arguments()[i];
+      if (declared.kwarg_only()) {
+        kwargs.emplace_back(declared.name(), inputs[i]);
+      } else {
+        args.emplace_back(inputs[i]);
+      }
+    }
+    Value* result = graph.insert(n->kind(), args, kwargs);
+    n->output()->replaceAllUsesWith(result);
+    n->destroy();
+    ++rewritten;
   }
-  return moved;
+  return rewritten;
 }
 
 }  // namespace kforge

@@ -7,6 +7,8 @@
 // forward impossible to capture in a CUDA graph (Qwen3's and Gemma3's rotary split, every
 // layer). The values are the same computed on the host, since such results feed only scalar
 // reads (aten::Int, aten::Float, ...) and the ops are exact or correctly rounded alike on both.
+// (A host copy of the constant would not last: torch.jit.load(..., map_location="cuda") moves
+// every tensor constant to the GPU again.)
 #pragma once
 
 #include <vector>
@@ -21,8 +23,12 @@ namespace kforge {
 // and its output is used only by scalar reads (aten::Int, aten::Float, ...) or such nodes.
 std::vector<torch::jit::Node*> HostScalarArithmetic(torch::jit::Graph& graph);
 
-// Gives each of those nodes host copies of its 0-dim tensor constants that live on another
-// device. Returns how many constants it copied.
+// Rewrites each of those nodes whose 0-dim tensor constant is its `other` operand (or, for add
+// and mul, either) to take that value as a number instead (the op's Scalar overload): the
+// result then lives where the host scalar does, whatever device the model's constants are
+// loaded on (the exporter loads the model on the CPU; the user with map_location="cuda").
+// Integer and float32 constants only, whose numbers promote alike. Returns how many nodes it
+// rewrote.
 int KeepScalarArithmeticOnHost(torch::jit::Graph& graph);
 
 }  // namespace kforge

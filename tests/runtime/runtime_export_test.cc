@@ -90,7 +90,8 @@ TEST(RuntimeExportTest, TheManifestValidatesAndDescribesTheWinner) {
   }
   std::string readme = Slurp(kBundle / "README.md");
   EXPECT_THAT(readme, HasSubstr("torch.ops.load_library(\""));
-  EXPECT_THAT(readme, HasSubstr("torch.jit.load(\"" + kBundle.string() + "/model.pt\")"));
+  EXPECT_THAT(readme, HasSubstr("torch.jit.load(\"" + kBundle.string() +
+                                "/model.pt\", map_location=\"cuda\")"));
   EXPECT_THAT(readme, HasSubstr("kforge::runtime::LoadBundle(\"" + kBundle.string() + "\")"));
 }
 

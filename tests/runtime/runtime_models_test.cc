@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
@@ -427,10 +428,9 @@ TEST(RuntimeModelsTest, ATensorTheChainReadsTwiceIsOneInputOfItsCall) {
 }
 
 // The traced `x.shape[-1] // 2` of Qwen3's rotate_half (its 2 a 0-dim tensor constant, on the
-// GPU for a model traced there) and the size products of its reshapes are arithmetic read only
-// on the host; the fixture, traced on the CPU, has its constants there already: nothing moves
-// and the logits stay the same.
-TEST(HostScalarsTest, FindsTheQwen3RotarySplitsDivisionsAndMovesNothingAlreadyOnTheHost) {
+// GPU for a model loaded there) and the size products of its reshapes are arithmetic read only
+// on the host: each takes its constant as a number, and the logits stay the same.
+TEST(HostScalarsTest, TheQwen3RotarySplitsDivisionTakesItsConstantAsANumber) {
   torch::jit::Module model =
       torch::jit::load((kFixtures / "qwen3" / "model" / "model.pt").string());
   const at::Tensor ids = at::arange(32, at::kLong).remainder(97).reshape({1, 32});
@@ -439,10 +439,9 @@ TEST(HostScalarsTest, FindsTheQwen3RotarySplitsDivisionsAndMovesNothingAlreadyOn
       torch::jit::load((kFixtures / "qwen3" / "model" / "model.pt").string());
   std::shared_ptr<torch::jit::Graph> graph = rewritten.get_method("forward").graph();
   InlineAllCalls(*graph);
-  const std::vector<torch::jit::Node*> found = HostScalarArithmetic(*graph);
   // Two slices (x1, x2) of q and of k in each of the 4 layers, and two size products a layer.
   std::map<std::string, int> kinds;
-  for (torch::jit::Node* n : found) {
+  for (torch::jit::Node* n : HostScalarArithmetic(*graph)) {
     ++kinds[n->kind().toQualString()];
     EXPECT_EQ(n->input(0)->node()->kind(), c10::prim::NumToTensor);
     EXPECT_EQ(n->input(1)->node()->kind(), c10::prim::Constant);
@@ -450,32 +449,69 @@ TEST(HostScalarsTest, FindsTheQwen3RotarySplitsDivisionsAndMovesNothingAlreadyOn
     EXPECT_EQ(n->output()->uses()[0].user->kind(), c10::aten::Int);
   }
   EXPECT_EQ(kinds, (std::map<std::string, int>{{"aten::floor_divide", 16}, {"aten::mul", 8}}));
-  EXPECT_EQ(KeepScalarArithmeticOnHost(*graph), 0);
+
+  EXPECT_EQ(KeepScalarArithmeticOnHost(*graph), 24);
+  graph->lint();
+  int with_numbers = 0;
+  Walk(graph->block(), [&](torch::jit::Node* n) {
+    if (n->kind() != c10::aten::floor_divide && n->kind() != c10::aten::mul) return;
+    if (n->input(0)->node()->kind() != c10::prim::NumToTensor) return;
+    EXPECT_EQ(n->input(1)->type()->kind(), c10::TypeKind::IntType);
+    ++with_numbers;
+  });
+  EXPECT_EQ(with_numbers, 24);
+  EXPECT_TRUE(HostScalarArithmetic(*graph).size() == 24u);  // still host arithmetic
+  EXPECT_EQ(KeepScalarArithmeticOnHost(*graph), 0);          // no tensor constant left to take
   EXPECT_TRUE(at::equal(rewritten.forward({ids}).toTensor(), expected));
 }
 
-// x.size(1) // 2 read as an int; `tensor_use` also multiplies x by the quotient as a tensor.
-std::shared_ptr<torch::jit::Graph> SizeArithmetic(bool tensor_use) {
+// OP(x.size(1), c) read as an int, c a 0-dim tensor constant; `tensor_use` also multiplies x by
+// the result as a tensor.
+std::shared_ptr<torch::jit::Graph> SizeArithmetic(const std::string& op, const at::Tensor& c,
+                                                  bool tensor_use = false) {
   auto graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(absl::StrCat(R"IR(
+  torch::jit::parseIR(
+      absl::StrCat(R"IR(
 graph(%x : Tensor, %c : Tensor):
   %one : int = prim::Constant[value=1]()
   %s : int = aten::size(%x, %one)
   %t : Tensor = prim::NumToTensor(%s)
-  %q : Tensor = aten::floor_divide(%t, %c)
+  %q : Tensor = )IR", op, R"IR((%t, %c)
   %i : int = aten::Int(%q)
 )IR", tensor_use ? "  %y : Tensor = aten::mul(%x, %q)\n  return (%y, %i)\n" : "  return (%i)\n"),
-                      graph.get());
+      graph.get());
   torch::jit::WithInsertPoint at(graph->block()->nodes().front());
-  torch::jit::Value* c = graph->insertConstant(at::scalar_tensor(2, at::kLong));
-  graph->inputs()[1]->replaceAllUsesWith(c);
+  graph->inputs()[1]->replaceAllUsesWith(graph->insertConstant(c));
   graph->eraseInput(1);
   return graph;
 }
 
 TEST(HostScalarsTest, ArithmeticAlsoUsedAsATensorIsLeftAsItIs) {
-  EXPECT_EQ(HostScalarArithmetic(*SizeArithmetic(false)).size(), 1u);
-  EXPECT_TRUE(HostScalarArithmetic(*SizeArithmetic(true)).empty());
+  const at::Tensor two = at::scalar_tensor(2, at::kLong);
+  EXPECT_EQ(HostScalarArithmetic(*SizeArithmetic("aten::floor_divide", two)).size(), 1u);
+  std::shared_ptr<torch::jit::Graph> used_as_tensor =
+      SizeArithmetic("aten::floor_divide", two, /*tensor_use=*/true);
+  EXPECT_TRUE(HostScalarArithmetic(*used_as_tensor).empty());
+  EXPECT_EQ(KeepScalarArithmeticOnHost(*used_as_tensor), 0);
+}
+
+// A float64 constant promotes the result to float64 where a number would leave float32: it
+// stays a tensor. A float32 one becomes a number, and so does an integer.
+TEST(HostScalarsTest, OnlyConstantsWhoseNumbersPromoteAlikeBecomeNumbers) {
+  EXPECT_EQ(KeepScalarArithmeticOnHost(
+                *SizeArithmetic("aten::mul", at::scalar_tensor(0.5, at::kDouble))),
+            0);
+  std::shared_ptr<torch::jit::Graph> float32 =
+      SizeArithmetic("aten::mul", at::scalar_tensor(0.5, at::kFloat));
+  EXPECT_EQ(KeepScalarArithmeticOnHost(*float32), 1);
+  float32->lint();
+  std::shared_ptr<torch::jit::Graph> integer =
+      SizeArithmetic("aten::floor_divide", at::scalar_tensor(2, at::kLong));
+  EXPECT_EQ(KeepScalarArithmeticOnHost(*integer), 1);
+  integer->lint();
+  // The graph computes x.size(1) // 2 with the number: a 1x6 input gives 3.
+  torch::jit::GraphFunction fn("f", integer, nullptr);
+  EXPECT_EQ(fn({at::zeros({1, 6})}).toInt(), 3);
 }
 
 }  // namespace

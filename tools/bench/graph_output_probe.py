@@ -7,8 +7,10 @@ replay, interleaved; per-call medians):
   eager, torch.compile and the kforge runtime do);
 - whether the times drift within a process: the first shape is timed again at the end (in
   session 38's runs every function's graph time after the first graph-timed target was
-  ~0.33 us a kernel higher than the worker's, eager's included).
-Usage: graph_output_probe.py [--reps N]."""
+  ~0.33 us a kernel higher than the worker's, eager's included). With --empty-cache the
+  caching allocator hands its memory back to the driver after each shape, as
+  torch_compile_times.py does after each row, so later shapes run in memory cudaMalloc'd anew.
+Usage: graph_output_probe.py [--reps N] [--empty-cache]."""
 import argparse
 import statistics
 
@@ -20,11 +22,14 @@ LAUNCHES = 20
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--empty-cache", action="store_true",
+                    help="torch.cuda.empty_cache() after each shape")
     args = ap.parse_args()
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8,
                         device="cuda")
     shapes = [(1, 256, 14, 14), (1, 2048, 512), (32, 512, 28, 28), (1, 256, 14, 14)]
-    print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}"
+          + (", empty_cache() after each shape" if args.empty_cache else ""))
     print("| input | out= µs | allocated µs | allocated / out= | distinct outputs in graph |")
     print("|---|--:|--:|--:|--:|")
     for k, shape in enumerate(shapes):
@@ -66,6 +71,9 @@ def main():
         again = " (again)" if shape in shapes[:k] else ""
         print(f"| f32{list(shape)}{again} | {med['out']:.2f} | {med['alloc']:.2f} | "
               f"{med['alloc'] / med['out']:.3f} | {distinct} |")
+        del graphs, x, y
+        if args.empty_cache:
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 // registers the kforge:: operators the exported model.pt calls; torch::jit::load then runs it:
 //
 //   kforge::runtime::LoadBundle("/path/to/export");                 // verifies checksums
-//   torch::jit::Module model = torch::jit::load("/path/to/export/model.pt");
+//   torch::jit::Module model = torch::jit::load("/path/to/export/model.pt", torch::kCUDA);
 //
 // Link with -lkforge_runtime (the call above keeps the library linked). Python reaches the
 // same functions as torch.ops.kforge.load_bundle / fallback_counts / launch_counts /
