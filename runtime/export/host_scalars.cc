@@ -111,19 +111,27 @@ int KeepScalarArithmeticOnHost(torch::jit::Graph& graph) {
     } else {
       continue;
     }
+    const c10::FunctionSchema* schema = n->maybeSchema();
+    if (schema == nullptr || schema->arguments().size() != inputs.size()) continue;
     torch::jit::WithInsertPoint at(n);
-    inputs[1] = graph.insertConstant(number);
-    const c10::FunctionSchema& schema = n->schema();
+    Node* number_node = graph.insertConstant(number)->node();
+    inputs[1] = number_node->output();
     std::vector<torch::jit::NamedValue> args, kwargs;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const c10::Argument& declared = schema.arguments()[i];
+      const c10::Argument& declared = schema->arguments()[i];
       if (declared.kwarg_only()) {
         kwargs.emplace_back(declared.name(), inputs[i]);
       } else {
         args.emplace_back(inputs[i]);
       }
     }
-    Value* result = graph.insert(n->kind(), args, kwargs);
+    Value* result = nullptr;
+    try {
+      result = graph.insert(n->kind(), args, kwargs);  // the overload that takes the number
+    } catch (const std::exception&) {
+      number_node->destroy();  // no such overload: the node stays as the model wrote it
+      continue;
+    }
     n->output()->replaceAllUsesWith(result);
     n->destroy();
     ++rewritten;
