@@ -306,8 +306,11 @@ absl::StatusOr<ExportResult> ExportBundle(const ExportOptions& options) {
   }
   KF_ASSIGN_OR_RETURN(RewritePlan rewrite, PlanRewrite(module, rewrite_kernels, graph_json));
   if (!rewrite.note.empty()) result.notes.push_back(rewrite.note);
-  // Only constants are added and inputs swapped: the planned nodes stay as planned.
-  if (const int rewritten = KeepScalarArithmeticOnHost(*rewrite.graph); rewritten > 0) {
+  // Before the manifest, whose notes count the nodes; the nodes planned for kernel calls stay
+  // as they are for ApplyRewrite.
+  std::set<const torch::jit::Node*> planned;
+  for (const PlannedNode& p : rewrite.nodes) planned.insert(p.nodes.begin(), p.nodes.end());
+  if (const int rewritten = KeepScalarArithmeticOnHost(*rewrite.graph, planned); rewritten > 0) {
     result.notes.push_back(absl::StrCat(
         rewritten, " node(s) of the traced model's shape arithmetic take their constant as a "
         "number and stay on the host: with the model's constants on the GPU they computed "

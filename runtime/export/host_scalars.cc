@@ -88,9 +88,10 @@ std::vector<Node*> HostScalarArithmetic(torch::jit::Graph& graph) {
   return found;
 }
 
-int KeepScalarArithmeticOnHost(torch::jit::Graph& graph) {
+int KeepScalarArithmeticOnHost(torch::jit::Graph& graph, const std::set<const Node*>& leave) {
   int rewritten = 0;
   for (Node* n : HostScalarArithmetic(graph)) {
+    if (leave.count(n)) continue;
     std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
     if (inputs.size() < 2) continue;
     // The constant as `other`; a commutative op's constant `self` swaps places with it.

@@ -11,6 +11,7 @@
 // every tensor constant to the GPU again.)
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -27,8 +28,10 @@ std::vector<torch::jit::Node*> HostScalarArithmetic(torch::jit::Graph& graph);
 // and mul, either) to take that value as a number instead (the op's Scalar overload): the
 // result then lives where the host scalar does, whatever device the model's constants are
 // loaded on (the exporter loads the model on the CPU; the user with map_location="cuda").
-// Integer and float32 constants only, whose numbers promote alike. Returns how many nodes it
+// Integer and float32 constants only, whose numbers promote alike. Nodes in `leave` (the
+// nodes an export rewrites into kernel calls) stay as they are. Returns how many nodes it
 // rewrote.
-int KeepScalarArithmeticOnHost(torch::jit::Graph& graph);
+int KeepScalarArithmeticOnHost(torch::jit::Graph& graph,
+                               const std::set<const torch::jit::Node*>& leave = {});
 
 }  // namespace kforge
