@@ -54,15 +54,10 @@ std::vector<Node*> HostScalarArithmetic(torch::jit::Graph& graph) {
     return v->node()->kind() == c10::prim::NumToTensor || ScalarConstant(v).has_value() ||
            host.count(v->node()) > 0;
   };
-  // Inputs first, in graph order (a node's inputs come before it), then outputs: drop a node
-  // whose result is also used as a tensor, and with it every node it fed, until none changes.
+  // Every exact arithmetic node, then drop one whose tensor input is no host scalar or whose
+  // result is also used as a tensor, and with it every node it fed, until none changes.
   for (Node* n : nodes) {
-    if (!IsExactArithmetic(n) || n->outputs().size() != 1) continue;
-    bool inputs_ok = true;
-    for (Value* in : n->inputs()) {
-      if (IsTensor(in) && !is_host_scalar(in)) inputs_ok = false;
-    }
-    if (inputs_ok) host.insert(n);
+    if (IsExactArithmetic(n) && n->outputs().size() == 1) host.insert(n);
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -95,12 +90,14 @@ int KeepScalarArithmeticOnHost(torch::jit::Graph& graph, const std::set<const No
     std::vector<Value*> inputs(n->inputs().begin(), n->inputs().end());
     if (inputs.size() < 2) continue;
     // The constant as `other`; a commutative op's constant `self` swaps places with it.
-    const bool commutative = n->kind() == c10::aten::add || n->kind() == c10::aten::mul;
-    if (commutative && !ScalarConstant(inputs[1]) && ScalarConstant(inputs[0])) {
-      std::swap(inputs[0], inputs[1]);
-    }
     std::optional<at::Tensor> constant = ScalarConstant(inputs[1]);
-    if (!constant || ScalarConstant(inputs[0])) continue;
+    std::optional<at::Tensor> self = ScalarConstant(inputs[0]);
+    const bool commutative = n->kind() == c10::aten::add || n->kind() == c10::aten::mul;
+    if (commutative && !constant && self) {
+      std::swap(inputs[0], inputs[1]);
+      std::swap(constant, self);
+    }
+    if (!constant || self) continue;
     // A number of the same kind promotes as the tensor did: an integer, or a float32 (a
     // Python float is the default dtype); a float64 constant would promote to float64, a
     // number not, so it stays.
