@@ -275,6 +275,16 @@ def main():
                "a target behind torch.compile is counted and listed", r.stdout)
         expect("over 64 MB at 70% of the floor or more: **0 of 1**" in r.stdout
                and "(134 MB): 50%" in r.stdout, "the floor target of a large tensor", r.stdout)
+        expect("Within 1%" not in r.stdout, "no tie line without a ratio within 1%", r.stdout)
+        # Behind by 0.4% (49.8 / 50): still behind in the count, and named a tie.
+        side["rows"][ids[1]]["compiled_s"]["default"] = 49.8e-6
+        with open(os.path.join(tmp, "side-times.json"), "w") as f:
+            json.dump(side, f)
+        r = run([py, table_py, timed_run, "--torch-times", "side-times.json"], tmp)
+        expect("**1 of 2** targets (50%" in r.stdout and "behind (within 1%): timed-run "
+               f"`{ids[1][:12]}`" in r.stdout and "0.996x" in r.stdout
+               and "1 of them, 0 counted as at least as fast and 1 as behind" in r.stdout,
+               "a ratio within 1% is counted as measured and named a tie", r.stdout)
         # A winner that kforge export left out (slower than eager here): the model runs
         # PyTorch's op there, so the table says so and the summary does not count it.
         os.makedirs(os.path.join(timed_run, "export"))
