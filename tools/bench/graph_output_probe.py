@@ -6,11 +6,12 @@ replay, interleaved; per-call medians):
   worker's evaluator launches a candidate) or (b) a tensor allocated per call (as a model,
   eager, torch.compile and the kforge runtime do);
 - whether the times drift within a process: the first shape is timed again after each other
-  shape and after 3 s with the GPU idle, with the SM clock (NVML) before and after each (in
-  session 38's runs every function's graph time after the first graph-timed target was
-  ~0.33 us a kernel higher than the worker's, eager's included). With --empty-cache the
-  caching allocator hands its memory back to the driver after each shape, as
-  torch_compile_times.py does after each row, so later shapes run in memory cudaMalloc'd anew.
+  shape and after 3 s with the GPU idle, with the SM clock (nvidia-smi) before and after each;
+  with --empty-cache the caching allocator hands its memory back after each shape, as
+  torch_compile_times.py does after each row. --drift times one graph in steps that tell apart
+  what each repetition changes. Found (H100, docs/benchmarks/2026-12-05-session39.md): from a
+  process's fourth graph capture on, every graph replays ~0.36 us a kernel slower for good;
+  neither empty_cache, clocks, events nor allocations move it.
 Usage: graph_output_probe.py [--reps N] [--empty-cache] [--drift]."""
 import argparse
 import statistics
