@@ -1615,6 +1615,22 @@ TEST(SynthesizerTest, PriorPrefersSensibleShapes) {
   EXPECT_LT(short_rows->EstimateSeconds(warp_rows), short_rows->EstimateSeconds(block_rows));
 }
 
+// A captured entry is compiled for the captured row, so its register cache keeps live only
+// the elements a thread reads there (4 of 1024 columns over 256 threads): a larger cache
+// costs it nothing, and the prior says so (the generic entry's registers grow with the cache).
+TEST(SynthesizerTest, ThePriorCountsOnlyTheCacheEntriesACapturedEntryFills) {
+  auto rms = Bind(Sample(SampleTargets(v1::BFLOAT16), "mean_broadcast_rms_norm").target);
+  ASSERT_NE(rms, nullptr);
+  Config eight = *rms->Space().Parse(
+      "row_threads=256;rows_per_block=1;vec=4;cache=regs;reg_cache=8;split=1;"
+      "split_mode=scratch;unroll=1;grid=oneshot");
+  Config thirty_two = eight;
+  thirty_two.Set("reg_cache", "32");
+  ASSERT_EQ(rms->Check(eight), "");
+  ASSERT_EQ(rms->Check(thirty_two), "");
+  EXPECT_EQ(rms->EstimateSeconds(eight), rms->EstimateSeconds(thirty_two));
+}
+
 TEST(SynthesizerTest, WideningOutputKeepsSixteenByteLoads) {
   // bf16 scores into float32 probabilities: 8 elements per vector (16-byte loads, two 16-byte
   // stores); a float32 row stays at 4, and the plan asks for the wider store's alignment.

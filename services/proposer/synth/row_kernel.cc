@@ -2491,8 +2491,7 @@ class RowKernelGenerator : public KernelGenerator {
     if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
     if (cache == "smem_f32" && ExpOnce(c)) src = Rewritten(std::move(src), kSmemExpOnceAccesses);
-    const bool captured_entry =
-        !scratch && !sync && !ordered && !stream && p_.captured_call.num_inputs > 0;
+    const bool captured_entry = HasCapturedEntry(c);
     if (captured_entry) {
       absl::StrAppend(&src, CapturedArgsSource(p_.captured_call), kCapturedSingleEntry);
     }
@@ -2673,6 +2672,7 @@ class RowKernelGenerator : public KernelGenerator {
   RegisterUse EstimatedRegisters(const Config& c) const {
     int wanted = Registers(c);
     if (!per_row_ && c.Get("cache") == "regs") wanted += c.GetInt("reg_cache");
+    if (HasCapturedEntry(c)) wanted = CapturedEntryRegisters(c);
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     const int min_blocks = Sync(c) || InTicketOrder(c)         ? ResidentBlocksPerSm(c)
                            : c.GetInt("split") > 1 && c.Get("split_mode") != "cluster"
@@ -2684,6 +2684,29 @@ class RowKernelGenerator : public KernelGenerator {
     use.allocated = std::min(wanted, cap);
     use.spilled = std::max(0, wanted - cap);
     return use;
+  }
+
+  // Whether the kernel has an entry compiled for the captured call's geometry, which its plan
+  // launches for that call: one launch without a scratch, sync, ordered or stream split.
+  bool HasCapturedEntry(const Config& c) const {
+    const bool one_launch = c.GetInt("split") == 1 || c.Get("split_mode") == "cluster";
+    return one_launch && !Sync(c) && !InTicketOrder(c) && !Stream(c) &&
+           p_.captured_call.num_inputs > 0;
+  }
+
+  // The registers of a captured entry, compiled for the captured row length: its loops have
+  // exact trip counts, so only the elements a thread holds stay live, in its register cache
+  // or its vectors in flight, about two registers each, beside fewer for the geometry. (ptxas,
+  // sm_90, 70 sampled configs of five rows: 26-42 for most where the generic entry's estimate
+  // said 42-112, e.g. 30 for Qwen3's q-norm at 16 threads a row, not 64, which put its fastest
+  // config, one wave of 256-thread blocks, at two waves and 352nd in the prior; now 77th.
+  // docs/benchmarks/2026-12-05-session39.md.)
+  int CapturedEntryRegisters(const Config& c) const {
+    const int64_t rt = c.GetInt("row_threads"), vec = c.GetInt("vec");
+    const int64_t per_thread = (Chunk(c) + rt * vec - 1) / (rt * vec) * vec;
+    const int64_t held = !per_row_ && c.Get("cache") == "regs" ? c.GetInt("reg_cache")
+                                                               : vec * c.GetInt("unroll");
+    return 24 + 2 * static_cast<int>(std::min(held, per_thread)) + (TwoPass(c) ? 4 : 0);
   }
 
   // Blocks per SM the launches of a scratch split are compiled for: registers for a step's
