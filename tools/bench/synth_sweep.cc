@@ -260,7 +260,6 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
   if (!options.priors_path.empty()) {
     std::ofstream priors(options.priors_path, std::ios::app);
     for (const Config& c : row.enumeration.valid) {
-      if (getenv("KF_PRIOR_DEBUG")) fprintf(stderr, "config %s\n", c.ToString().c_str());
       priors << row.anchor.id << '\t' << c.ToString() << '\t'
              << row.generator->EstimateSeconds(c) * 1e6 << '\n';
     }
