@@ -3,7 +3,7 @@
 # --priors writes for the rows of a committed GPU sweep, ranked against that sweep's measured
 # times (docs/benchmarks/2026-12-01-sweep-details), give one line per row; a directory without
 # details, or a TSV that is not one, is an error that names it; and the priors' first picks on
-# rows of two more committed sweeps stay near the fastest measured config.
+# rows of more committed sweeps stay near the fastest measured config.
 #   prior_ranking_test.sh KFORGE_SYNTH_SWEEP REPO_ROOT
 set -uo pipefail
 SWEEP=$1
@@ -66,6 +66,14 @@ tar xzf "$CA" -C "$DIR/ca" && tar xzf "$DIR/ca/ab/synth-configs-ab.tgz" -C "$DIR
   fail "cannot unpack the captured-apply twins"
 first_picks_within captured-stream "$DIR/ca/main-1" \
   gn-vae-128x512-fp32,gn-vae-256x256-fp32,gn-vae-fp32,gn-bf16 1.05
+# A captured entry's registers are those of the elements a thread holds in the captured row: on
+# Qwen3's launch-bound RMSNorm rows (2026-12-05-session39, calls 10-11, H100) the first picks
+# ran within 1.30x (1.29x, 1.19x; 1.57x and 1.42x with the generic entry's registers, which put
+# the fastest configs, one wave of 256-thread blocks, at two waves).
+mkdir -p "$DIR/rms"
+tar xzf "$ROOT/docs/benchmarks/2026-12-05-session39/call10-11-sweep-details.tgz" -C "$DIR/rms" ||
+  fail "cannot unpack the RMSNorm sweeps"
+first_picks_within rms-chain "$DIR/rms" rms-chain-qwen3-q,rms-chain-qwen3-512 1.30
 mkdir "$DIR/empty" "$DIR/other"
 out=$(python3 "$ROOT/tools/bench/prior_ranking.py" "$DIR/priors.tsv" "$DIR/empty" 2>&1) &&
   fail "a directory without details must fail"
