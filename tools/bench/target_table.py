@@ -323,7 +323,10 @@ def summary(facts):
         lines.append(f"At least as fast as torch.compile (its faster mode): **{len(wins)} of "
                      f"{len(compared)}** targets ({100 * len(wins) / len(compared):.0f}%; the "
                      f"target is 80%), {side} of them compared side by side in one loop.")
-        close = [f for f in compared if abs(f["vs_compile"] - 1.0) < TIE_BAND]
+        def tie(f):
+            return abs(f["vs_compile"] - 1.0) < TIE_BAND
+
+        close = [f for f in compared if tie(f)]
         if close:
             close_wins = sum(f["vs_compile"] >= 1.0 for f in close)
             lines.append(f"Within {100 * TIE_BAND:.0f}% of torch.compile, a tie the loop cannot "
@@ -331,8 +334,8 @@ def summary(facts):
                          f"as at least as fast and {len(close) - close_wins} as behind.")
         for f in compared:
             if f["vs_compile"] < 1.0:
-                tie = " (within 1%)" if f in close else ""
-                lines.append(f"- behind{tie}: {f['run']} `{f['target']}` {f['op']} "
+                within = f" (within {100 * TIE_BAND:.0f}%)" if tie(f) else ""
+                lines.append(f"- behind{within}: {f['run']} `{f['target']}` {f['op']} "
                              f"{f['signature']}: {f['vs_compile']:.3f}x")
     else:
         lines.append("No exported target has both a kforge winner and a torch.compile time.")

@@ -2670,9 +2670,10 @@ class RowKernelGenerator : public KernelGenerator {
     double SpillFactor() const { return 1.0 + double(spilled) / std::max(allocated, 1); }
   };
   RegisterUse EstimatedRegisters(const Config& c) const {
-    int wanted = Registers(c);
-    if (!per_row_ && c.Get("cache") == "regs") wanted += c.GetInt("reg_cache");
-    if (HasCapturedEntry(c)) wanted = CapturedEntryRegisters(c);
+    const int wanted =
+        HasCapturedEntry(c)
+            ? CapturedEntryRegisters(c)
+            : Registers(c) + (!per_row_ && c.Get("cache") == "regs" ? c.GetInt("reg_cache") : 0);
     const int block = c.GetInt("row_threads") * c.GetInt("rows_per_block");
     const int min_blocks = Sync(c) || InTicketOrder(c)         ? ResidentBlocksPerSm(c)
                            : c.GetInt("split") > 1 && c.Get("split_mode") != "cluster"
