@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "common/store.h"
 #include "common/tensor_signature.h"
 #include "common/torch_rows.h"
+#include "services/coordinator/embedded/optimize_report.h"
 #include "services/coordinator/embedded/run_directory.h"
 #include "services/coordinator/embedded/target_selection.h"
 
@@ -33,6 +35,8 @@ struct ReportFlags {
   bool json = false;
   std::string torch_rows;
   std::string torch_inputs;
+  bool search = false;
+  std::string target_prefix;
 };
 
 void Fail(const absl::Status& status) {
@@ -118,6 +122,37 @@ absl::Status WriteTorchRows(const ReportFlags& flags, const RunDirectory& dir) {
   return absl::OkStatus();
 }
 
+// Each selected target's search history (FormatSearchHistory), run.json's order; --target
+// keeps the targets whose id starts with it.
+absl::Status PrintSearchHistories(const ReportFlags& flags, const RunDirectory& dir) {
+  KF_ASSIGN_OR_RETURN(RunManifest manifest, dir.ReadManifest());
+  int printed = 0;
+  for (const std::string& id : manifest.target_ids) {
+    if (id.rfind(flags.target_prefix, 0) != 0) continue;
+    KF_ASSIGN_OR_RETURN(std::optional<v1::SearchTreeState> state, dir.ReadTree(id));
+    if (!state) {
+      std::printf("%s: not searched yet (no trees/%s.pb)\n\n", id.substr(0, 12).c_str(),
+                  id.c_str());
+      ++printed;
+      continue;
+    }
+    absl::StatusOr<SearchTree> tree = SearchTree::FromState(*state);
+    if (!tree.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(dir.tree_path(id).string(),
+                                                     " is not a readable search tree: ",
+                                                     tree.status().message()));
+    }
+    std::printf("%s\n", FormatSearchHistory(*tree).c_str());
+    ++printed;
+  }
+  if (printed == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--target ", flags.target_prefix, ": no selected target of ",
+                     dir.manifest_path().string(), " has an id that starts so"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunReport(const ReportFlags& flags) {
   const RunDirectory dir(flags.run_dir);
   if (!dir.HasManifest()) {
@@ -126,6 +161,13 @@ absl::Status RunReport(const ReportFlags& flags) {
                      " is not a kforge optimize run (no run.json); pass the --out "
                      "directory of kforge optimize"));
   }
+  if (flags.search && !flags.torch_rows.empty()) {
+    return absl::InvalidArgumentError("--search and --torch-rows are two reports: pass one");
+  }
+  if (!flags.target_prefix.empty() && !flags.search) {
+    return absl::InvalidArgumentError("--target selects whose search --search prints: add --search");
+  }
+  if (flags.search) return PrintSearchHistories(flags, dir);
   if (!flags.torch_rows.empty()) return WriteTorchRows(flags, dir);
   if (!flags.torch_inputs.empty()) {
     return absl::InvalidArgumentError("--torch-inputs needs --torch-rows FILE");
@@ -147,8 +189,9 @@ void RegisterReportCommands(CLI::App& app) {
   auto flags = std::make_shared<ReportFlags>();
   CLI::App* cmd = app.add_subcommand(
       "report",
-      "Print an optimize run's summary (or report.json), or write its targets as rows for "
-      "tools/bench/torch_compile_times.py. Exit codes: 0 done, 1 failed, 2 bad input.");
+      "Print an optimize run's summary (or report.json, or what each search tried), or write "
+      "its targets as rows for tools/bench/torch_compile_times.py. Exit codes: 0 done, 1 "
+      "failed, 2 bad input.");
   cmd->add_option("run", flags->run_dir, "the --out directory of kforge optimize")->required();
   cmd->add_flag("--json", flags->json, "print report.json instead of summary.txt");
   cmd->add_option("--torch-rows", flags->torch_rows,
@@ -158,6 +201,11 @@ void RegisterReportCommands(CLI::App& app) {
                   "with --torch-rows: write each target's captured inputs (torch.save, a dict "
                   "by input name) into this directory and point its row at them; without it "
                   "the rows are timed on random inputs");
+  cmd->add_flag("--search", flags->search,
+                "print what each target's search tried: every candidate in dispatch order "
+                "(parent, verdict, time, parameters) and, per parameter, the fastest of each value");
+  cmd->add_option("--target", flags->target_prefix,
+                  "with --search: only the targets whose id starts with this");
   cmd->callback([flags] {
     if (absl::Status s = RunReport(*flags); !s.ok()) return Fail(s);
     cli::SetExitCode(0);

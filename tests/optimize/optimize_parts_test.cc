@@ -247,6 +247,71 @@ TEST(OptimizeReportTest, RejectedCandidatesKeepTheirConfigAndWhyTheyFailed) {
   EXPECT_NE(text.find("rejected CRASH by synth:rowwise: vec=4"), std::string::npos) << text;
 }
 
+TEST(OptimizeReportTest, SearchHistoryListsCandidatesInDispatchOrderAndTheFastestPerValue) {
+  SearchTree tree(MakeTarget("abcdef0123456789", "aten::softmax", 0.3), 1);
+  // (id, parent node, dispatch sequence, split_mode, verdict, median µs)
+  auto add = [&](const std::string& id, int parent, int64_t sequence, const std::string& mode,
+                 v1::Verdict verdict, double us) {
+    v1::Candidate c;
+    c.set_id(id);
+    c.set_proposer("synth:rowwise");
+    (*c.mutable_params())["split_mode"] = mode;
+    (*c.mutable_params())["vec"] = "4";  // never varied: no row in the parameter table
+    absl::StatusOr<int> node = tree.AddPendingChild(parent, c, sequence);
+    EXPECT_TRUE(node.ok()) << node.status();
+    if (verdict == v1::VERDICT_UNSPECIFIED) return *node;  // left pending
+    RunOutcome outcome;
+    outcome.compile.set_status(v1::COMPILE_OK);
+    outcome.evaluation.set_verdict(verdict);
+    if (verdict == v1::PASS) {
+      outcome.evaluation.mutable_candidate()->set_median_s(us * 1e-6);
+      outcome.evaluation.set_speedup(100.0 / us);
+    } else {
+      outcome.evaluation.mutable_diagnostics()->set_message("blocks waited past the limit");
+    }
+    EXPECT_TRUE(tree.Backup(*node, outcome).ok());
+    return *node;
+  };
+  // Added in one order, dispatched in another: the history follows the dispatch sequence.
+  const int stream = add("s", SearchTree::kRoot, 1, "stream", v1::PASS, 50);
+  add("o", SearchTree::kRoot, 0, "ordered", v1::PASS, 40);
+  add("s2", stream, 2, "stream", v1::PASS, 45);
+  add("o2", SearchTree::kRoot, 3, "ordered", v1::TIMEOUT, 0);
+  add("p", stream, 4, "ordered", v1::VERDICT_UNSPECIFIED, 0);
+
+  const std::string text = FormatSearchHistory(tree);
+  EXPECT_NE(text.find("search of abcdef012345 aten::softmax"), std::string::npos) << text;
+  EXPECT_NE(text.find("5 dispatched, 4 evaluated (PASS 3, TIMEOUT 1), best #1 40.00 us (2.50x "
+                      "eager)"),
+            std::string::npos)
+      << text;
+  auto line_of = [&](const std::string& needle) {
+    const size_t at = text.find(needle);
+    return at == std::string::npos ? std::string::npos : text.rfind('\n', at);
+  };
+  // #1 ordered (sequence 0), #2 stream, #3 its child, #4 the timeout with its message, #5
+  // pending under #2.
+  const size_t first = line_of("split_mode=ordered vec=4");
+  const size_t third = line_of("45.00 us");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(third, std::string::npos) << text;
+  EXPECT_LT(first, line_of("50.00 us")) << text;
+  EXPECT_LT(line_of("50.00 us"), third) << text;
+  EXPECT_NE(text.find("     3      2 PASS"), std::string::npos) << text;
+  EXPECT_NE(text.find("     4      - TIMEOUT"), std::string::npos) << text;
+  EXPECT_NE(text.find("blocks waited past the limit"), std::string::npos) << text;
+  EXPECT_NE(text.find("     5      2 pending"), std::string::npos) << text;
+  // Per value: evaluated (the pending one not counted), passed, fastest.
+  EXPECT_NE(text.find("by parameter:"), std::string::npos) << text;
+  EXPECT_NE(text.find("split_mode=ordered                       2      1   40.00 us"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("split_mode=stream                        2      2   45.00 us"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("vec=4   "), std::string::npos) << text;
+}
+
 TEST(OptimizeReportTest, WinnerDirectoryHoldsWhatExportNeeds) {
   TempDir tmp;
   RunDirectory dir(tmp.path());

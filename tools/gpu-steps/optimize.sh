@@ -5,7 +5,8 @@
 # latency vs eager and torch.compile), then per target eager and torch.compile of the single
 # aten op on its captured inputs (`kforge report --torch-rows` -> tools/bench/
 # torch_compile_times.py) and the benchmark tables (tools/bench/target_table.py). Each model's
-# summary, check table (check.txt, check.json), torch-times.json, table.md and coverage.md
+# summary, search.txt (what each search tried: `kforge report --search`), check table
+# (check.txt, check.json), torch-times.json, table.md and coverage.md
 # (tools/bench/coverage_table.py) are kept under WORK/optimize-<name>/; every model's tables
 # together in OUT_DIR/optimize-tables.md, and
 # every run's small files (reports, tables, logs) in OUT_DIR/optimize-results.tgz, both
@@ -118,6 +119,8 @@ run_job() {  # $1: a jobs entry; returns non-zero when a step failed
   build/bin/kforge optimize "$M/$model/model.pt" --inputs "$M/$model/inputs.pt" \
     --out "$run" $selection --seed 1 "${GPUS[@]}" "${resume[@]}" >"$run.log" 2>&1 || job_rc=1
   cat "$run/summary.txt" 2>/dev/null || tail -5 "$run.log"
+  # What each search tried (its trees stay on the machine; this text goes into the archive).
+  [[ -f $run/run.json ]] && build/bin/kforge report "$run" --search >"$run/search.txt" 2>&1
   if [[ -f $run/report.json ]]; then
     # torch.compile of each target's op alone, on the inputs kforge validated against, with
     # the exported kernel timed beside it in the same loop; the inputs (up to 100s of MB) are

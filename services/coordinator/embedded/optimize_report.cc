@@ -2,6 +2,8 @@
 #include "services/coordinator/embedded/optimize_report.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -241,6 +243,83 @@ std::string FormatSummaryText(const OptimizeReport& report) {
                     absl::StrFormat("LLM: %d calls, %d input + %d output tokens, $%.4f\n",
                                     report.llm_usage.calls(), report.llm_usage.input_tokens(),
                                     report.llm_usage.output_tokens(), report.llm_usage.cost_usd()));
+  }
+  return out;
+}
+
+std::string FormatSearchHistory(const SearchTree& tree) {
+  // Dispatch order, numbered from 1; a node's parent by that number ("-" for the eager root).
+  std::vector<int> order;
+  for (int i = 1; i < tree.size(); ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&tree](int a, int b) {
+    return tree.node(a).dispatch_sequence < tree.node(b).dispatch_sequence;
+  });
+  std::map<int, int> number;
+  for (size_t k = 0; k < order.size(); ++k) number[order[k]] = static_cast<int>(k) + 1;
+
+  const v1::Target& target = tree.target();
+  std::string counts;
+  for (const auto& [verdict, n] : tree.VerdictCounts()) {
+    absl::StrAppend(&counts, counts.empty() ? "" : ", ", verdict, " ", n);
+  }
+  const std::optional<int> best = tree.BestNode();
+  std::string out = absl::StrFormat(
+      "search of %s %s %s: %d dispatched, %d evaluated%s%s\n", target.id().substr(0, 12),
+      TargetOpName(target), TargetSignature(target), tree.DispatchedCount(),
+      tree.CompletedCount(), counts.empty() ? "" : absl::StrCat(" (", counts, ")"),
+      best ? absl::StrFormat(", best #%d %s (%.2fx eager)", number[*best],
+                             Time(tree.node(*best).evaluated.evaluation().candidate().median_s()),
+                             tree.node(*best).speedup())
+           : "");
+  if (order.empty()) return out;
+  absl::StrAppend(&out, absl::StrFormat("  %4s %6s %-16s %10s %8s  %s\n", "#", "parent",
+                                        "verdict", "time", "speedup", "candidate"));
+  // Per parameter and value: candidates evaluated, how many passed, the fastest that did.
+  struct ValueStats {
+    int evaluated = 0;
+    int passed = 0;
+    double best_s = 0;
+  };
+  std::map<std::string, std::map<std::string, ValueStats>> by_param;
+  for (int i : order) {
+    const SearchTreeNode& n = tree.node(i);
+    const v1::Candidate& c = n.evaluated.candidate();
+    const v1::EvaluationResult& e = n.evaluated.evaluation();
+    const std::string params = ParamsText({c.params().begin(), c.params().end()});
+    const std::string parent = n.parent == SearchTree::kRoot ? "-" : absl::StrCat(number[n.parent]);
+    const bool timed = n.passed() && e.candidate().median_s() > 0;
+    std::string line = absl::StrFormat(
+        "  %4d %6s %-16s %10s %8s  %s", number[i], parent,
+        n.pending ? "pending" : v1::Verdict_Name(n.verdict()),
+        timed ? Time(e.candidate().median_s()) : "-",
+        timed ? absl::StrFormat("%.2fx", n.speedup()) : "-",
+        params.empty() ? c.proposer() : params);
+    if (!n.pending && !n.passed() && !e.diagnostics().message().empty()) {
+      absl::StrAppend(&line, "\n", std::string(52, ' '), Fit(e.diagnostics().message(), 100));
+    }
+    absl::StrAppend(&out, line, "\n");
+    if (n.pending) continue;
+    for (const auto& [name, value] : c.params()) {
+      ValueStats& v = by_param[name][value];
+      ++v.evaluated;
+      if (!timed) continue;
+      ++v.passed;
+      if (v.best_s == 0 || e.candidate().median_s() < v.best_s) v.best_s = e.candidate().median_s();
+    }
+  }
+  std::string table;
+  for (const auto& [name, values] : by_param) {
+    if (values.size() < 2) continue;  // a parameter the search never varied says nothing
+    for (const auto& [value, v] : values) {
+      absl::StrAppend(&table, absl::StrFormat("  %-32s %9d %6d %10s\n",
+                                              Fit(absl::StrCat(name, "=", value), 32),
+                                              v.evaluated, v.passed, Time(v.best_s)));
+    }
+  }
+  if (!table.empty()) {
+    absl::StrAppend(&out, absl::StrFormat("  by parameter:\n  %-32s %9s %6s %10s\n", "value",
+                                          "evaluated", "passed", "fastest"),
+                    table);
   }
   return out;
 }

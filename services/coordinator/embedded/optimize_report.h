@@ -96,6 +96,12 @@ nlohmann::json ReportToJson(const OptimizeReport& report);
 // The table printed at the end and kept as summary.txt.
 std::string FormatSummaryText(const OptimizeReport& report);
 
+// What one target's search tried (`kforge report --search`): every candidate in dispatch
+// order with its parent, verdict, time and parameters, then, per synthesizer parameter that
+// took several values, how many candidates had each value and the fastest that passed — which
+// parts of the space the search visited and how they measured.
+std::string FormatSearchHistory(const SearchTree& tree);
+
 // kernels/<target id>/: kernel.cu, plan.json, candidate.json (EvaluatedCandidate as JSON,
 // cubin and PTX left out), target.json and the cubin. `winner.compile` must hold the cubin.
 absl::Status WriteWinner(const RunDirectory& dir, const v1::Target& target,
