@@ -112,6 +112,24 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
       << line;
   EXPECT_GE(report["compile"]["compiles"].get<int>(), proposed);
 
+  // `kforge report --search` lists the proposals waiting in each tree.
+  CommandResult history = RunCommand(Kforge() + " report " + Quote(out.string()) + " --search",
+                                     tmp_.path());
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  size_t searches = 0;
+  for (size_t at = 0; (at = history.out.find(": 4 dispatched, 0 evaluated\n", at)) !=
+                      std::string::npos;
+       ++at) {
+    ++searches;
+  }
+  EXPECT_EQ(searches, 2u) << history.out;
+  EXPECT_NE(history.out.find("     4      - pending"), std::string::npos) << history.out;
+  CommandResult unknown = RunCommand(
+      Kforge() + " report " + Quote(out.string()) + " --search --target nosuchid", tmp_.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--target nosuchid: no selected target"), std::string::npos)
+      << unknown.err;
+
   // --resume reuses the capture and the trees: nothing is captured or proposed again, and
   // every compile comes from the cache.
   CommandResult resumed = RunCommand(Optimize(out, args + " --resume --json"), tmp_.path());
