@@ -946,6 +946,33 @@ TEST(SynthesizerTest, LayoutCopiesReadViewsThroughTheirStrides) {
   EXPECT_THAT(kernel->source, HasSubstr("typedef __nv_bfloat16 T;"));
   EXPECT_THAT(kernel->source, HasSubstr("kf_groups<I>(x, x, l.groups)"));
   EXPECT_DOUBLE_EQ(generator->MinBytes(), 2.0 * 2 * 128 * 8 * 64 * 2);
+  // The captured call's entry reads as the host decided, dense vectors of the head dim, through
+  // its groups as constants (the head dim, the heads of stride 8192, the tokens of stride 64,
+  // the batch): no thread works the layout out. The launcher takes it for the captured shape key
+  // with every pointer aligned to a vector; other calls run kf_layout_copy.
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_READ 1\n#define KF_CAPTURED_NUMEL "
+                                        "131072\n"));
+  EXPECT_THAT(kernel->source,
+              HasSubstr("  { const I q = kf_const_div<I, 64ull>(e); offset += (e - q * (I)64) * "
+                        "(I)1; e = q; }\n"
+                        "  { const I q = kf_const_div<I, 8ull>(e); offset += (e - q * (I)8) * "
+                        "(I)8192; e = q; }\n"
+                        "  { const I q = kf_const_div<I, 128ull>(e); offset += (e - q * (I)128) "
+                        "* (I)64; e = q; }\n"
+                        "  { const I q = kf_const_div<I, 2ull>(e); offset += (e - q * (I)2) * "
+                        "(I)65536; e = q; }\n  return offset;"));
+  EXPECT_THAT(kernel->source, HasSubstr("kf_layout_copy_captured(KfCapturedArgs args)"));
+  const nlohmann::json plan = nlohmann::json::parse(kernel->launch_plan_json);
+  EXPECT_EQ(plan["launches"][0]["entry"], "kf_layout_copy");
+  EXPECT_EQ(plan["launches"][0]["captured_entry"], "kf_layout_copy_captured");
+  EXPECT_EQ(plan["captured"]["alignment_bytes"], 16);
+  EXPECT_EQ(plan["captured"]["shape_key"],
+            absl::StrFormat("0x%016x", CapturedShapeKey(transpose)));
+  // Element by element, the captured entry needs no alignment.
+  auto scalar = generator->Generate(*vec1);
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_THAT(scalar->source, HasSubstr("#define KF_CAPTURED_READ 0\n"));
+  EXPECT_EQ(nlohmann::json::parse(scalar->launch_plan_json)["captured"]["alignment_bytes"], 1);
 
   v1::Target dense = transpose;
   dense.mutable_inputs(0)->clear_strides();
@@ -978,8 +1005,7 @@ TEST(SynthesizerTest, NearestUpsamplingByWholeFactorsIsALayoutCopy) {
   // Two floats per vector are one input element repeated: no spread to compile.
   auto repeat = generator->Generate(*generator->Space().Parse("threads=256;vec=2;ilp=2;grid=stride"));
   ASSERT_TRUE(repeat.ok()) << repeat.status();
-  EXPECT_THAT(repeat->source, HasSubstr("#define KF_REPEAT 1, 1, 2, 2\n"));
-  EXPECT_THAT(repeat->source, Not(HasSubstr("#define KF_SPREAD")));
+  EXPECT_THAT(repeat->source, HasSubstr("#define KF_REPEAT 1, 1, 2, 2\n#define KF_SPREAD 0\n"));
   auto sizes = Bind(Sample(samples, "upsample_nearest2d_sizes").target);
   ASSERT_NE(sizes, nullptr);
   auto three = sizes->Generate(*sizes->Space().Parse("threads=128;vec=4;ilp=1;grid=oneshot"));

@@ -556,13 +556,7 @@ class ElementwiseGenerator : public KernelGenerator {
   // constants (divisions become shifts or multiply-shifts). So the captured call needs no
   // setup and no barrier; other shapes take kf_elementwise, the generic path.
   std::string CapturedShapeSource(const Config& c) const {
-    std::string src = R"(
-// e / D for a divisor known when the kernel is generated: a shift or a multiply-shift.
-template <typename I, unsigned long long D>
-__device__ __forceinline__ I kf_const_div(I e) {
-  return sizeof(I) == 4 ? (I)((unsigned)e / (unsigned)D) : (I)((unsigned long long)e / D);
-}
-)";
+    std::string src = kConstDivide;
     if (!HasCapturedPath()) {
       return src + R"(#define KF_CAPTURED_EXACT 0
 #define KF_CAPTURED_ONE0 0
@@ -588,14 +582,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     src += "template <int INPUT, typename I>\n"
            "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
     for (int i = 0; i < p_.num_inputs; ++i) {
-      const KfGroups<kf_i64>& g = p_.in_groups[i];
-      absl::StrAppend(&src, "  if (INPUT == ", i, ") {\n");
-      for (int k = 0; k < g.n; ++k) {
-        absl::StrAppend(&src, "    { const I q = kf_const_div<I, ", g.size[k],
-                        "ull>(e); offset += (e - q * (I)", g.size[k], ") * (I)", g.stride[k],
-                        "; e = q; }\n");
-      }
-      src += "  }\n";
+      absl::StrAppend(&src, "  if (INPUT == ", i, ") {\n", ConstGroupOffset(p_.in_groups[i], "    "),
+                      "  }\n");
     }
     absl::StrAppend(&src, "  return offset;\n}\n", kCapturedShapeEnd, "\n");
     return src;

@@ -297,6 +297,24 @@ std::string CapturedArgsSource(const KfArgs& call) {
       absl::StrFormat("0x%016xull", call.shape_key), ";\n}\n", kCapturedShapeEnd, "\n");
 }
 
+constexpr char kConstDivide[] = R"(
+// e / D for a divisor known when the kernel is generated: a shift or a multiply-shift.
+template <typename I, unsigned long long D>
+__device__ __forceinline__ I kf_const_div(I e) {
+  return sizeof(I) == 4 ? (I)((unsigned)e / (unsigned)D) : (I)((unsigned long long)e / D);
+}
+)";
+
+std::string ConstGroupOffset(const KfGroups<kf_i64>& g, const std::string& indent) {
+  std::string src;
+  for (int k = 0; k < g.n; ++k) {
+    absl::StrAppend(&src, indent, "{ const I q = kf_const_div<I, ", g.size[k],
+                    "ull>(e); offset += (e - q * (I)", g.size[k], ") * (I)", g.stride[k],
+                    "; e = q; }\n");
+  }
+  return src;
+}
+
 std::string SourceHeader(const std::string& what) {
   return absl::StrCat("// kforge synth: ", what, "\n");
 }

@@ -11,6 +11,7 @@
 
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
+#include "services/proposer/synth/device_code.h"
 
 namespace kforge::synth {
 
@@ -47,6 +48,14 @@ inline constexpr char kCapturedShapeEnd[] = "// captured shape: end";
 // shape key, so int_args and float_args are left unset: only engines that never read them may
 // use it.
 std::string CapturedArgsSource(const KfArgs& call);
+
+// kf_const_div<I, D>(e), e / D for a divisor known when the kernel is generated (a shift or a
+// multiply-shift), for captured paths whose groups' sizes are constants.
+extern const char kConstDivide[];
+// The statements that add to `offset` the offset of element `e` (consumed) through groups `g`,
+// their sizes and strides as constants (kf_group_offset's steps, unrolled, with kf_const_div),
+// each line starting with `indent`.
+std::string ConstGroupOffset(const KfGroups<kf_i64>& g, const std::string& indent);
 
 // The first line of every generated source: "// kforge synth: <what>". It names the kernel, not
 // its config, so configs that differ only in their launch plan (grid sizing) generate the same

@@ -32,29 +32,19 @@ struct LayoutProblem {
   // Upsampling: how many times each input dim's elements repeat in a row (1 where they do
   // not); empty for a copy.
   std::vector<int> repeat;
-  KfGroups<kf_i64> in_groups = {};  // the captured input's groups along the output (the prior)
+  KfGroups<kf_i64> in_groups = {};  // the captured input's groups along the output
+  uint64_t shape_key = 0;  // the captured call's (CapturedShapeKey), the plan's `captured`
+  bool index32 = false;    // the captured call's elements and offsets fit 32-bit indices
 };
 
 constexpr char kEngine[] = R"(
-// How the block reads: vectors of a dense innermost group, vectors of one repeated element
-// (an innermost group of stride 0), vectors of KF_VEC / KF_SPREAD elements each repeated
-// KF_SPREAD times (an innermost group of stride 0 and that size: an upsampled row), or element
-// by element.
-#define KF_READ_SCALAR 0
-#define KF_READ_DENSE 1
-#define KF_READ_REPEAT 2
-#define KF_READ_SPREAD 3
-
 template <typename I>
 struct KfLayout {
   KfGroups<I> groups;
-  int read;
+  int read;  // KF_READ_*
 };
 
-// Thread 0's decision for the block: vector stores need the output aligned; a vector read of
-// the input needs its innermost group to hold whole vectors, and every outer stride and the
-// pointer to keep them aligned; a repeated element or an upsampled row's elements are read one
-// by one (a warp's reads still coalesce).
+// Thread 0's decision for a call other than the captured one (kf_layout_read).
 template <typename I>
 __device__ __forceinline__ void kf_layout(const KfArgs& args, KfLayout<I>& l) {
 #ifdef KF_REPEAT
@@ -65,34 +55,27 @@ __device__ __forceinline__ void kf_layout(const KfArgs& args, KfLayout<I>& l) {
   KfTensor x;
   kf_copy_view(args.inputs[0], args.outputs[0], repeat, x);  // the family checked that it fits
   kf_groups<I>(x, x, l.groups);
-  l.read = KF_READ_SCALAR;
-  if (KF_VEC == 1 || l.groups.n == 0) return;
-  if (!kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(T))) return;
-#ifdef KF_SPREAD
-  if (l.groups.stride[0] == 0 && l.groups.size[0] == KF_SPREAD && l.groups.n > 1 &&
-      l.groups.size[1] % (KF_VEC / KF_SPREAD) == 0) {
-    l.read = KF_READ_SPREAD;
-    return;
-  }
-#endif
-  if (l.groups.size[0] % KF_VEC != 0) return;
-  if (l.groups.stride[0] == 0) {
-    l.read = KF_READ_REPEAT;
-    return;
-  }
-  for (int k = 1; k < l.groups.n; ++k) {
-    if (l.groups.stride[k] % KF_VEC != 0) return;
-  }
-  if (l.groups.stride[0] == 1 && kf_aligned(x.data, KF_VEC * (int)sizeof(T))) {
-    l.read = KF_READ_DENSE;
-  }
+  l.read = kf_layout_read<I>(l.groups, KF_VEC, KF_SPREAD,
+                             kf_aligned(args.outputs[0].data, KF_VEC * (int)sizeof(T)),
+                             kf_aligned(x.data, KF_VEC * (int)sizeof(T)));
 }
 
-template <int V, typename I>
-__device__ __forceinline__ void kf_copy(const KfArgs& args, const KfLayout<I>& l, int read) {
-  const T* x = reinterpret_cast<const T*>(args.inputs[0].data);
-  T* y = reinterpret_cast<T*>(args.outputs[0].data);
-  const I nv = (I)args.outputs[0].numel / V;
+__device__ __forceinline__ kf_i64 kf_numel(const KfArgs& args) { return args.outputs[0].numel; }
+__device__ __forceinline__ kf_i64 kf_numel(const KfCapturedArgs&) { return KF_CAPTURED_NUMEL; }
+
+// The input offset of output element e: through the groups the block built, or for the
+// captured call (CAPTURED) through its groups as constants.
+template <typename I, bool CAPTURED>
+__device__ __forceinline__ I kf_offset(const KfLayout<I>& l, I e) {
+  return CAPTURED ? kf_captured_offset<I>(e) : kf_group_offset<I>(l.groups, e);
+}
+
+// A: KfArgs, or KfCapturedArgs for the captured call; both carry the pointers in data[].
+template <int V, typename I, bool CAPTURED, typename A>
+__device__ __forceinline__ void kf_copy(const A& args, const KfLayout<I>& l, int read) {
+  const T* x = reinterpret_cast<const T*>(args.data[0]);
+  T* y = reinterpret_cast<T*>(args.data[KF_MAX_INPUTS]);
+  const I nv = (I)kf_numel(args) / V;
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
   for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
     KfVec<T, V> v[KF_ILP];
@@ -100,25 +83,24 @@ __device__ __forceinline__ void kf_copy(const KfArgs& args, const KfLayout<I>& l
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
       if (k < nv) {
-        const I offset = kf_group_offset<I>(l.groups, k * V);
+        const I offset = kf_offset<I, CAPTURED>(l, k * V);
         if (read == KF_READ_DENSE) {
           v[j] = *reinterpret_cast<const KfVec<T, V>*>(x + offset);
-#ifdef KF_SPREAD
-        } else if (read == KF_READ_SPREAD) {
+        } else if (KF_SPREAD > 0 && read == KF_READ_SPREAD) {
           // The vector starts a run of KF_SPREAD copies: its elements are group 1's next
           // V / KF_SPREAD elements, each KF_SPREAD times.
+          const I stride1 = CAPTURED ? (I)KF_CAPTURED_STRIDE1 : l.groups.stride[1];
 #pragma unroll
-          for (int u = 0; u < V / KF_SPREAD; ++u) {
-            const T e = x[offset + (I)u * l.groups.stride[1]];
+          for (int u = 0; u < V / (KF_SPREAD > 0 ? KF_SPREAD : 1); ++u) {
+            const T e = x[offset + (I)u * stride1];
 #pragma unroll
             for (int i = 0; i < KF_SPREAD; ++i) v[j].v[u * KF_SPREAD + i] = e;
           }
-#endif
         } else {
 #pragma unroll
           for (int i = 0; i < V; ++i) {
             v[j].v[i] = read == KF_READ_REPEAT ? x[offset]
-                                               : x[kf_group_offset<I>(l.groups, k * V + i)];
+                                               : x[kf_offset<I, CAPTURED>(l, k * V + i)];
           }
         }
       }
@@ -131,25 +113,30 @@ __device__ __forceinline__ void kf_copy(const KfArgs& args, const KfLayout<I>& l
   }
 }
 
+template <typename I, bool CAPTURED, typename A>
+__device__ __forceinline__ void kf_copy_all(const A& args, const KfLayout<I>& l, int read) {
+  if (read == KF_READ_SCALAR) {
+    kf_copy<1, I, CAPTURED>(args, l, KF_READ_SCALAR);
+    return;
+  }
+  kf_copy<KF_VEC, I, CAPTURED>(args, l, read);
+  // The elements past the last whole vector.
+  const I n = (I)kf_numel(args);
+  const T* x = reinterpret_cast<const T*>(args.data[0]);
+  T* y = reinterpret_cast<T*>(args.data[KF_MAX_INPUTS]);
+  if (blockIdx.x == 0) {
+    for (I e = n / KF_VEC * KF_VEC + (I)threadIdx.x; e < n; e += KF_THREADS) {
+      y[e] = x[kf_offset<I, CAPTURED>(l, e)];
+    }
+  }
+}
+
 template <typename I>
 __device__ __forceinline__ void kf_layout_copy_body(const KfArgs& args) {
   __shared__ KfLayout<I> layout;
   if (threadIdx.x == 0) kf_layout<I>(args, layout);
   __syncthreads();
-  if (layout.read == KF_READ_SCALAR) {
-    kf_copy<1, I>(args, layout, KF_READ_SCALAR);
-  } else {
-    kf_copy<KF_VEC, I>(args, layout, layout.read);
-    // The elements past the last whole vector.
-    const I n = (I)args.outputs[0].numel;
-    const T* x = reinterpret_cast<const T*>(args.inputs[0].data);
-    T* y = reinterpret_cast<T*>(args.outputs[0].data);
-    if (blockIdx.x == 0) {
-      for (I e = n / KF_VEC * KF_VEC + (I)threadIdx.x; e < n; e += KF_THREADS) {
-        y[e] = x[kf_group_offset<I>(layout.groups, e)];
-      }
-    }
-  }
+  kf_copy_all<I, false>(args, layout, layout.read);
 }
 
 extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_layout_copy(KfArgs args) {
@@ -160,6 +147,16 @@ extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_layout_copy(KfArgs a
     kf_layout_copy_body<kf_i64>(args);
   }
 }
+
+#if KF_CAPTURED_READ >= 0
+// The captured call, which the launcher recognizes by its shape key and alignment (the plan's
+// `captured`): its read is a constant and its offsets divide by constants, so no thread works
+// out the layout and no block waits at a barrier before its first load.
+extern "C" __global__ void __launch_bounds__(KF_THREADS)
+    kf_layout_copy_captured(KfCapturedArgs args) {
+  kf_copy_all<int, true>(args, KfLayout<int>{}, KF_CAPTURED_READ);
+}
+#endif
 )";
 
 class LayoutGenerator : public KernelGenerator {
@@ -242,15 +239,12 @@ class LayoutGenerator : public KernelGenerator {
                     "\n#define KF_VEC ", vec, "\n#define KF_ILP ", ilp, "\n");
     if (!p_.repeat.empty()) {
       absl::StrAppend(&src, "#define KF_REPEAT ", absl::StrJoin(p_.repeat, ", "), "\n");
-      // Vectors of an upsampled row: the innermost dim's copies, a few per vector.
-      const int innermost = p_.repeat.back();
-      if (innermost > 1 && innermost < vec && vec % innermost == 0) {
-        absl::StrAppend(&src, "#define KF_SPREAD ", innermost, "\n");
-      }
     }
+    absl::StrAppend(&src, "#define KF_SPREAD ", Spread(c), "\n");
     src += FastDivideSource();
     src += BroadcastGroupsSource();
     src += CopyViewSource();
+    src += CapturedShapeSource(c);
     src += kEngine;
     PlanSpec plan;
     const std::string grid = FlatGrid(plan, threads * vec * ilp, c.Get("grid") == "stride",
@@ -258,10 +252,55 @@ class LayoutGenerator : public KernelGenerator {
     plan.launches.push_back({"kf_layout_copy", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
     // Any input layout: the kernel reads the strides it is given and checks its alignment.
     plan.contiguous = false;
+    if (p_.index32) {  // for the captured call with pointers aligned as its read assumed
+      plan.launches.back().captured_entry = "kf_layout_copy_captured";
+      plan.captured = CapturedCall{p_.shape_key, CapturedRead(c) == KF_READ_SCALAR
+                                                     ? 1
+                                                     : vec * ElementSize(p_.dtype)};
+    }
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
 
  private:
+  // Vectors of an upsampled row: the innermost dim's copies, a few per vector (KF_SPREAD); 0
+  // where the innermost dim is not upsampled so.
+  int Spread(const Config& c) const {
+    const int vec = c.GetInt("vec");
+    const int innermost = p_.repeat.empty() ? 1 : p_.repeat.back();
+    return innermost > 1 && innermost < vec && vec % innermost == 0 ? innermost : 0;
+  }
+
+  // The captured call's read (kf_layout_read) with its pointers aligned to a vector, which the
+  // plan's `captured` then requires.
+  int CapturedRead(const Config& c) const {
+    return kf_layout_read<kf_i64>(p_.in_groups, c.GetInt("vec"), Spread(c), true, true);
+  }
+
+  // The captured call baked into the kernel's captured entry (kf_layout_copy_captured), which
+  // the launcher takes for a call of its shape key and alignment: its read as a constant
+  // (KF_CAPTURED_READ; -1: no captured entry, a call of 64-bit indices), its element count, and
+  // kf_captured_offset(e), the input offset of output element e through its groups with their
+  // sizes as constants. Other calls take kf_layout_copy, whose thread 0 works the layout out.
+  std::string CapturedShapeSource(const Config& c) const {
+    std::string src = kConstDivide;
+    if (!p_.index32) {
+      return src + R"(#define KF_CAPTURED_READ -1
+#define KF_CAPTURED_NUMEL 0
+#define KF_CAPTURED_STRIDE1 0
+template <typename I>
+__device__ __forceinline__ I kf_captured_offset(I e) { return e; }
+)";
+    }
+    const KfGroups<kf_i64>& g = p_.in_groups;
+    absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_CAPTURED_READ ", CapturedRead(c),
+                    "\n#define KF_CAPTURED_NUMEL ", p_.numel, "\n#define KF_CAPTURED_STRIDE1 ",
+                    g.n > 1 ? g.stride[1] : 0,
+                    "\ntemplate <typename I>\n__device__ __forceinline__ I kf_captured_offset(I e) "
+                    "{\n  I offset = 0;\n",
+                    ConstGroupOffset(g, "  "), "  return offset;\n}\n", kCapturedShapeEnd, "\n");
+    return src;
+  }
+
   LayoutProblem p_;
   GpuModel gpu_;
   ParamSpace space_;
@@ -421,6 +460,8 @@ class LayoutFamily : public Family {
           op, ": the upsampled view of self needs more than ", KF_MAX_DIMS, " dims"));
     }
     kf_groups<kf_i64>(view, view, p.in_groups);
+    p.shape_key = CapturedShapeKey(target);
+    p.index32 = kf_fits_index32(SignatureTensor(in)) && kf_fits_index32(SignatureTensor(out));
     return std::unique_ptr<KernelGenerator>(std::make_unique<LayoutGenerator>(p, gpu));
   }
 };

@@ -43,3 +43,31 @@ KF_HD bool kf_copy_view(const KfTensor& t, const KfTensor& out, const int* repea
   for (int i = 0; i < t.ndim; ++i) r[i] = repeat[perm[i]];
   return kf_repeat_view(kf_permuted(t, t.ndim, perm), r, v);
 }
+
+// How a copy reads its view, whose groups are `g`, in vectors of `vec` elements: vectors of a
+// dense innermost group, vectors of one repeated element (an innermost group of stride 0),
+// vectors of vec / spread elements each repeated `spread` times (an innermost group of stride
+// 0 and that size: an upsampled row; spread 0: not an upsampling of the innermost dim), or
+// element by element. Vector stores need the output aligned to a vector (`out_aligned`); a
+// vector read of the input needs its innermost group to hold whole vectors, and every outer
+// stride and the pointer (`in_aligned`) to keep them aligned; a repeated element or an
+// upsampled row's elements are read one by one (a warp's reads still coalesce).
+#define KF_READ_SCALAR 0
+#define KF_READ_DENSE 1
+#define KF_READ_REPEAT 2
+#define KF_READ_SPREAD 3
+template <typename I>
+KF_HD int kf_layout_read(const KfGroups<I>& g, int vec, int spread, bool out_aligned,
+                         bool in_aligned) {
+  if (vec == 1 || g.n == 0 || !out_aligned) return KF_READ_SCALAR;
+  if (spread > 0 && g.stride[0] == 0 && g.size[0] == spread && g.n > 1 &&
+      g.size[1] % (vec / spread) == 0) {
+    return KF_READ_SPREAD;
+  }
+  if (g.size[0] % vec != 0) return KF_READ_SCALAR;
+  if (g.stride[0] == 0) return KF_READ_REPEAT;
+  for (int k = 1; k < g.n; ++k) {
+    if (g.stride[k] % vec != 0) return KF_READ_SCALAR;
+  }
+  return g.stride[0] == 1 && in_aligned ? KF_READ_DENSE : KF_READ_SCALAR;
+}
