@@ -138,9 +138,8 @@ absl::Status PrintSearchHistories(const ReportFlags& flags, const RunDirectory& 
     }
     absl::StatusOr<SearchTree> tree = SearchTree::FromState(*state);
     if (!tree.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(dir.tree_path(id).string(),
-                                                     " is not a readable search tree: ",
-                                                     tree.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir.tree_path(id).string(), " is not a readable search tree: ", tree.status().message()));
     }
     std::printf("%s\n", FormatSearchHistory(*tree).c_str());
     ++printed;
@@ -165,7 +164,8 @@ absl::Status RunReport(const ReportFlags& flags) {
     return absl::InvalidArgumentError("--search and --torch-rows are two reports: pass one");
   }
   if (!flags.target_prefix.empty() && !flags.search) {
-    return absl::InvalidArgumentError("--target selects whose search --search prints: add --search");
+    return absl::InvalidArgumentError(
+        "--target selects whose search --search prints: add --search");
   }
   if (flags.search) return PrintSearchHistories(flags, dir);
   if (!flags.torch_rows.empty()) return WriteTorchRows(flags, dir);
@@ -201,9 +201,10 @@ void RegisterReportCommands(CLI::App& app) {
                   "with --torch-rows: write each target's captured inputs (torch.save, a dict "
                   "by input name) into this directory and point its row at them; without it "
                   "the rows are timed on random inputs");
-  cmd->add_flag("--search", flags->search,
-                "print what each target's search tried: every candidate in dispatch order "
-                "(parent, verdict, time, parameters) and, per parameter, the fastest of each value");
+  cmd->add_flag(
+      "--search", flags->search,
+      "print what each target's search tried: every candidate in dispatch order "
+      "(parent, verdict, time, parameters) and, per parameter, the fastest of each value");
   cmd->add_option("--target", flags->target_prefix,
                   "with --search: only the targets whose id starts with this");
   cmd->callback([flags] {

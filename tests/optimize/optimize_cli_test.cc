@@ -113,13 +113,12 @@ TEST_F(OptimizeCpuTest, CapturesCompilesStopsWithTheGpuLineAndResumes) {
   EXPECT_GE(report["compile"]["compiles"].get<int>(), proposed);
 
   // `kforge report --search` lists the proposals waiting in each tree.
-  CommandResult history = RunCommand(Kforge() + " report " + Quote(out.string()) + " --search",
-                                     tmp_.path());
+  CommandResult history =
+      RunCommand(Kforge() + " report " + Quote(out.string()) + " --search", tmp_.path());
   ASSERT_EQ(history.exit_code, 0) << history.err;
   size_t searches = 0;
-  for (size_t at = 0; (at = history.out.find(": 4 dispatched, 0 evaluated\n", at)) !=
-                      std::string::npos;
-       ++at) {
+  for (size_t at = 0;
+       (at = history.out.find(": 4 dispatched, 0 evaluated\n", at)) != std::string::npos; ++at) {
     ++searches;
   }
   EXPECT_EQ(searches, 2u) << history.out;

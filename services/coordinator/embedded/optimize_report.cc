@@ -265,15 +265,15 @@ std::string FormatSearchHistory(const SearchTree& tree) {
   const std::optional<int> best = tree.BestNode();
   std::string out = absl::StrFormat(
       "search of %s %s %s: %d dispatched, %d evaluated%s%s\n", target.id().substr(0, 12),
-      TargetOpName(target), TargetSignature(target), tree.DispatchedCount(),
-      tree.CompletedCount(), counts.empty() ? "" : absl::StrCat(" (", counts, ")"),
+      TargetOpName(target), TargetSignature(target), tree.DispatchedCount(), tree.CompletedCount(),
+      counts.empty() ? "" : absl::StrCat(" (", counts, ")"),
       best ? absl::StrFormat(", best #%d %s (%.2fx eager)", number[*best],
                              Time(tree.node(*best).evaluated.evaluation().candidate().median_s()),
                              tree.node(*best).speedup())
            : "");
   if (order.empty()) return out;
-  absl::StrAppend(&out, absl::StrFormat("  %4s %6s %-16s %10s %8s  %s\n", "#", "parent",
-                                        "verdict", "time", "speedup", "candidate"));
+  absl::StrAppend(&out, absl::StrFormat("  %4s %6s %-16s %10s %8s  %s\n", "#", "parent", "verdict",
+                                        "time", "speedup", "candidate"));
   // Per parameter and value: candidates evaluated, how many passed, the fastest that did.
   struct ValueStats {
     int evaluated = 0;
@@ -288,12 +288,11 @@ std::string FormatSearchHistory(const SearchTree& tree) {
     const std::string params = ParamsText({c.params().begin(), c.params().end()});
     const std::string parent = n.parent == SearchTree::kRoot ? "-" : absl::StrCat(number[n.parent]);
     const bool timed = n.passed() && e.candidate().median_s() > 0;
-    std::string line = absl::StrFormat(
-        "  %4d %6s %-16s %10s %8s  %s", number[i], parent,
-        n.pending ? "pending" : v1::Verdict_Name(n.verdict()),
-        timed ? Time(e.candidate().median_s()) : "-",
-        timed ? absl::StrFormat("%.2fx", n.speedup()) : "-",
-        params.empty() ? c.proposer() : params);
+    std::string line = absl::StrFormat("  %4d %6s %-16s %10s %8s  %s", number[i], parent,
+                                       n.pending ? "pending" : v1::Verdict_Name(n.verdict()),
+                                       timed ? Time(e.candidate().median_s()) : "-",
+                                       timed ? absl::StrFormat("%.2fx", n.speedup()) : "-",
+                                       params.empty() ? c.proposer() : params);
     if (!n.pending && !n.passed() && !e.diagnostics().message().empty()) {
       absl::StrAppend(&line, "\n", std::string(52, ' '), Fit(e.diagnostics().message(), 100));
     }
@@ -311,14 +310,15 @@ std::string FormatSearchHistory(const SearchTree& tree) {
   for (const auto& [name, values] : by_param) {
     if (values.size() < 2) continue;  // a parameter the search never varied says nothing
     for (const auto& [value, v] : values) {
-      absl::StrAppend(&table, absl::StrFormat("  %-32s %9d %6d %10s\n",
-                                              Fit(absl::StrCat(name, "=", value), 32),
-                                              v.evaluated, v.passed, Time(v.best_s)));
+      absl::StrAppend(
+          &table, absl::StrFormat("  %-32s %9d %6d %10s\n", Fit(absl::StrCat(name, "=", value), 32),
+                                  v.evaluated, v.passed, Time(v.best_s)));
     }
   }
   if (!table.empty()) {
-    absl::StrAppend(&out, absl::StrFormat("  by parameter:\n  %-32s %9s %6s %10s\n", "value",
-                                          "evaluated", "passed", "fastest"),
+    absl::StrAppend(&out,
+                    absl::StrFormat("  by parameter:\n  %-32s %9s %6s %10s\n", "value", "evaluated",
+                                    "passed", "fastest"),
                     table);
   }
   return out;

@@ -582,8 +582,8 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     src += "template <int INPUT, typename I>\n"
            "__device__ __forceinline__ I kf_captured_offset(I e) {\n  I offset = 0;\n";
     for (int i = 0; i < p_.num_inputs; ++i) {
-      absl::StrAppend(&src, "  if (INPUT == ", i, ") {\n", ConstGroupOffset(p_.in_groups[i], "    "),
-                      "  }\n");
+      absl::StrAppend(&src, "  if (INPUT == ", i, ") {\n",
+                      ConstGroupOffset(p_.in_groups[i], "    "), "  }\n");
     }
     absl::StrAppend(&src, "  return offset;\n}\n", kCapturedShapeEnd, "\n");
     return src;

@@ -7,7 +7,8 @@
 // at run time as that view (device/copy_view.cuh), its dims merged into groups
 // (device/broadcast_groups.cuh), so one source serves every layout: vectors where the innermost
 // group is dense, repeats one element, or repeats each of a few adjacent ones (an upsampled
-// row), element by element otherwise.
+// row), element by element otherwise. The captured call has an entry of its own whose read and
+// groups are constants worked out on the host (kf_layout_copy_captured).
 #include <algorithm>
 #include <cmath>
 #include <optional>
