@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -271,6 +272,50 @@ TEST_F(SynthCompileTest, RowCapturedEntryFoldsTheCapturedGeometry) {
   }
   EXPECT_LT(captured.size() * 2, generic.size());
   for (const v1::KernelResources& k : result.kernels()) EXPECT_EQ(k.local_bytes(), 0);
+}
+
+// The captured entries of a layout copy (key/value heads repeated by expand + reshape) and of a
+// pooling (a max pool's window loop): no division by a size read at run time (a divisor in a
+// register: the generic entries' view, groups and coordinates; one is left, the grid-stride
+// loop's trip count over gridDim), no call, no local memory, and a fraction of the generic
+// entry's code.
+TEST_F(SynthCompileTest, LayoutAndPoolingCapturedEntriesDivideByConstantsOnly) {
+  ASSERT_NE(compiler_, nullptr);
+  const std::regex by_register(R"((div|rem)\.[su](32|64)\s+%\w+,\s*%\w+,\s*%\w+;)");
+  struct Case {
+    const char* sample;
+    v1::DType dtype;
+    const char* config;
+    const char* entry;
+  };
+  for (const Case& c : {Case{"reshape_repeated_heads", v1::BFLOAT16,
+                             "threads=128;vec=8;ilp=2;grid=stride", "kf_layout_copy"},
+                        Case{"max_pool", v1::FLOAT32,
+                             "threads=128;ilp=2;grid=oneshot;index_bits=32", "kf_pool2d"}}) {
+    std::string plan_json;
+    v1::CompileResult result =
+        CompileSampleConfig(*compiler_, c.sample, c.dtype, c.config, &plan_json);
+    ASSERT_EQ(result.status(), v1::COMPILE_OK) << c.sample << ": " << result.log();
+    auto plan = LaunchPlan::Parse(plan_json);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->captured().has_value()) << c.sample;
+    const std::string captured_entry = absl::StrCat(c.entry, "_captured");
+    EXPECT_EQ(plan->launches()[0].captured_entry, captured_entry);
+    const std::string generic = EntryPtx(result.ptx(), c.entry);
+    const std::string captured = EntryPtx(result.ptx(), captured_entry);
+    ASSERT_FALSE(captured.empty()) << c.sample;
+    auto divisions = [&](const std::string& ptx) {
+      return std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), by_register),
+                           std::sregex_iterator());
+    };
+    EXPECT_GE(divisions(generic), 4) << c.sample << ": the generic entry";
+    EXPECT_LE(divisions(captured), 1) << c.sample;
+    EXPECT_FALSE(absl::StrContains(captured, "call")) << c.sample;
+    EXPECT_LT(captured.size() * 2, generic.size()) << c.sample;
+    for (const v1::KernelResources& k : result.kernels()) {
+      if (k.entry_point() == captured_entry) EXPECT_EQ(k.local_bytes(), 0) << c.sample;
+    }
+  }
 }
 
 // A row split in one cooperative launch (split_mode=sync): an output op with its chunk in

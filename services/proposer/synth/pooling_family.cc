@@ -27,6 +27,7 @@ struct PoolProblem {
   int64_t divisor = 0;  // 0: none
   int64_t out_numel = 1, in_numel = 1;
   double window = 1;  // mean window size, for the prior
+  KfArgs captured_call = {};  // the captured call (CapturedCallArgs): its entry's constants
 };
 
 constexpr char kEngine[] = R"(
@@ -111,13 +112,28 @@ __device__ __forceinline__ void kf_run(const KfArgs& args) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_pool2d(KfArgs args) {
+__device__ __forceinline__ void kf_pool2d_body(const KfArgs& args) {
   // 32-bit index math when every index fits, on request.
   if (KF_INDEX32 && args.inputs[0].numel < 0x7fffffffll && args.outputs[0].numel < 0x3fffffffll) {
     kf_run<int>(args);
   } else {
     kf_run<kf_i64>(args);
   }
+}
+
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_pool2d(KfArgs args) {
+  kf_pool2d_body(args);
+}
+)";
+
+// The captured call's entry (the plan's captured_entry, after kf_captured_args): the same body
+// on a KfArgs of constant shapes, so an output's coordinates and its window's bounds divide by
+// constants (multiply-shifts) instead of the sizes read from the parameter at run time.
+constexpr char kCapturedEntry[] = R"(
+extern "C" __global__ void __launch_bounds__(KF_THREADS) kf_pool2d_captured(KfCapturedArgs args) {
+  KfArgs call;
+  kf_captured_args(call, args);
+  kf_pool2d_body(call);
 }
 )";
 
@@ -176,10 +192,14 @@ class PoolGenerator : public KernelGenerator {
                     "\n#define KF_DW ", p_.dw, "\n#define KF_COUNT_PAD ", p_.count_include_pad ? 1 : 0,
                     "\n#define KF_DIVISOR ", p_.divisor, "\n");
     src += kEngine;
+    absl::StrAppend(&src, CapturedArgsSource(p_.captured_call), kCapturedEntry);
     PlanSpec plan;
     const std::string grid = FlatGrid(plan, threads * ilp, c.Get("grid") == "stride",
                                       std::max(1, BlocksPerSm(gpu_, threads, 0, 32 + 4 * ilp)));
     plan.launches.push_back({"kf_pool2d", {grid, "1", "1"}, {threads, 1, 1}, "0", {}});
+    // Element by element: the captured call needs no alignment beyond its element type's.
+    plan.launches.back().captured_entry = "kf_pool2d_captured";
+    plan.captured = CapturedCall{p_.captured_call.shape_key, 1};
     return GeneratedKernel{std::move(src), PlanJson(plan)};
   }
 
@@ -247,6 +267,7 @@ class PoolingFamily : public Family {
     p.dtype = in.dtype();
     p.in_numel = Numel(in);
     p.out_numel = Numel(out);
+    p.captured_call = CapturedCallArgs(target);
     const int64_t h = in.sizes(ndim - 2), w = in.sizes(ndim - 1);
     if (p.kind == PoolKind::kAdaptiveAvg) {
       KF_ASSIGN_OR_RETURN(auto size, Pair(args, "output_size", 1, {0, 0}));
@@ -263,7 +284,7 @@ class PoolingFamily : public Family {
         row.row_dims = 2;
         row.cols = h * w;
         row.rows = row.cols > 0 ? p.in_numel / row.cols : 0;
-        row.captured_call = CapturedCallArgs(target);
+        row.captured_call = p.captured_call;
         return MakeRowKernelGenerator(row, gpu);
       }
       p.window = std::max(1.0, std::ceil(double(h) / size.first) * std::ceil(double(w) / size.second));
