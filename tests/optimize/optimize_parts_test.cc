@@ -257,6 +257,7 @@ TEST(OptimizeReportTest, SearchHistoryListsCandidatesInDispatchOrderAndTheFastes
     c.set_proposer("synth:rowwise");
     (*c.mutable_params())["split_mode"] = mode;
     (*c.mutable_params())["vec"] = "4";  // never varied: no row in the parameter table
+    (*c.mutable_params())["row_threads"] = id.size() == 1 ? "128" : "16";
     absl::StatusOr<int> node = tree.AddPendingChild(parent, c, sequence);
     EXPECT_TRUE(node.ok()) << node.status();
     if (verdict == v1::VERDICT_UNSPECIFIED) return *node;  // left pending
@@ -310,6 +311,11 @@ TEST(OptimizeReportTest, SearchHistoryListsCandidatesInDispatchOrderAndTheFastes
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("vec=4   "), std::string::npos) << text;
+  // Numbers in order of value: 16 before 128.
+  EXPECT_NE(text.find("row_threads=16                           2      1   45.00 us\n"
+                      "  row_threads=128                          2      2   40.00 us\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(OptimizeReportTest, WinnerDirectoryHoldsWhatExportNeeds) {

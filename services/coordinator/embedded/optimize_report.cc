@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/tensor_signature.h"
@@ -280,7 +281,16 @@ std::string FormatSearchHistory(const SearchTree& tree) {
     int passed = 0;
     double best_s = 0;
   };
-  std::map<std::string, std::map<std::string, ValueStats>> by_param;
+  // A parameter's values in their natural order: numbers by value (16 before 128), then words.
+  struct ValueOrder {
+    bool operator()(const std::string& a, const std::string& b) const {
+      double x = 0, y = 0;
+      const bool a_number = absl::SimpleAtod(a, &x), b_number = absl::SimpleAtod(b, &y);
+      if (a_number != b_number) return a_number;
+      return a_number && x != y ? x < y : a < b;
+    }
+  };
+  std::map<std::string, std::map<std::string, ValueStats, ValueOrder>> by_param;
   for (int i : order) {
     const SearchTreeNode& n = tree.node(i);
     const v1::Candidate& c = n.evaluated.candidate();
