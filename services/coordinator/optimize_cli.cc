@@ -177,7 +177,9 @@ void RunOptimizeCommand(OptimizeFlags& flags) {
     std::printf("%s\n", ReportToJson(result->report).dump(2).c_str());
   } else if (!result->no_gpu) {
     std::printf("%s", FormatSummaryText(result->report).c_str());
-    std::printf("\nresults in %s (report.json, summary.txt, kernels/)\n", options.out_dir.c_str());
+    std::printf("\nresults in %s (report.json, summary.txt, kernels/); what each search tried: "
+                "kforge report %s --search\n",
+                options.out_dir.c_str(), options.out_dir.c_str());
   }
   if (!exported.empty()) std::fprintf(flags.json ? stderr : stdout, "\n%s", exported.c_str());
   if (result->no_gpu) {
