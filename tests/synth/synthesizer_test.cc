@@ -950,8 +950,8 @@ TEST(SynthesizerTest, LayoutCopiesReadViewsThroughTheirStrides) {
   // its groups as constants (the head dim, the heads of stride 8192, the tokens of stride 64,
   // the batch): no thread works the layout out. The launcher takes it for the captured shape key
   // with every pointer aligned to a vector; other calls run kf_layout_copy.
-  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_READ 1\n#define KF_CAPTURED_NUMEL "
-                                        "131072\n"));
+  EXPECT_THAT(kernel->source, HasSubstr("#define KF_CAPTURED_READ 1\n#define KF_CAPTURED_EXACT "
+                                        "0\n#define KF_CAPTURED_NUMEL 131072\n"));
   EXPECT_THAT(kernel->source,
               HasSubstr("  { const I q = kf_const_div<I, 64ull>(e); offset += (e - q * (I)64) * "
                         "(I)1; e = q; }\n"
@@ -968,6 +968,11 @@ TEST(SynthesizerTest, LayoutCopiesReadViewsThroughTheirStrides) {
   EXPECT_EQ(plan["captured"]["alignment_bytes"], 16);
   EXPECT_EQ(plan["captured"]["shape_key"],
             absl::StrFormat("0x%016x", CapturedShapeKey(transpose)));
+  // A one-shot grid of 32 blocks of 4,096 elements tiles the call: no bound to test.
+  auto oneshot =
+      generator->Generate(*generator->Space().Parse("threads=256;vec=8;ilp=2;grid=oneshot"));
+  ASSERT_TRUE(oneshot.ok()) << oneshot.status();
+  EXPECT_THAT(oneshot->source, HasSubstr("#define KF_CAPTURED_EXACT 1\n"));
   // Element by element, the captured entry needs no alignment.
   auto scalar = generator->Generate(*vec1);
   ASSERT_TRUE(scalar.ok()) << scalar.status();

@@ -78,12 +78,17 @@ __device__ __forceinline__ void kf_copy(const A& args, const KfLayout<I>& l, int
   T* y = reinterpret_cast<T*>(args.data[KF_MAX_INPUTS]);
   const I nv = (I)kf_numel(args) / V;
   const I step = (I)gridDim.x * KF_THREADS * KF_ILP;
-  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; base < nv; base += step) {
+  // The captured call on a one-shot grid that tiles it exactly (KF_CAPTURED_EXACT): every
+  // thread's vectors are in range and there is no second round, so no bound is tested and no
+  // trip count divided out.
+  constexpr bool exact = CAPTURED && KF_CAPTURED_EXACT && V == KF_VEC;
+  for (I base = (I)blockIdx.x * KF_THREADS * KF_ILP + (I)threadIdx.x; exact || base < nv;
+       base += step) {
     KfVec<T, V> v[KF_ILP];
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
-      if (k < nv) {
+      if (exact || k < nv) {
         const I offset = kf_offset<I, CAPTURED>(l, k * V);
         if (read == KF_READ_DENSE) {
           v[j] = *reinterpret_cast<const KfVec<T, V>*>(x + offset);
@@ -109,8 +114,9 @@ __device__ __forceinline__ void kf_copy(const A& args, const KfLayout<I>& l, int
 #pragma unroll
     for (int j = 0; j < KF_ILP; ++j) {
       const I k = base + (I)j * KF_THREADS;
-      if (k < nv) *reinterpret_cast<KfVec<T, V>*>(y + k * V) = v[j];
+      if (exact || k < nv) *reinterpret_cast<KfVec<T, V>*>(y + k * V) = v[j];
     }
+    if (exact) break;
   }
 }
 
@@ -279,13 +285,15 @@ class LayoutGenerator : public KernelGenerator {
 
   // The captured call baked into the kernel's captured entry (kf_layout_copy_captured), which
   // the launcher takes for a call of its shape key and alignment: its read as a constant
-  // (KF_CAPTURED_READ; -1: no captured entry, a call of 64-bit indices), its element count, and
+  // (KF_CAPTURED_READ; -1: no captured entry, a call of 64-bit indices), whether a one-shot
+  // grid of its vectors tiles it exactly (KF_CAPTURED_EXACT), its element count, and
   // kf_captured_offset(e), the input offset of output element e through its groups with their
   // sizes as constants. Other calls take kf_layout_copy, whose thread 0 works the layout out.
   std::string CapturedShapeSource(const Config& c) const {
     std::string src = kConstDivide;
     if (!p_.index32) {
       return src + R"(#define KF_CAPTURED_READ -1
+#define KF_CAPTURED_EXACT 0
 #define KF_CAPTURED_NUMEL 0
 #define KF_CAPTURED_STRIDE1 0
 template <typename I>
@@ -293,7 +301,11 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
 )";
     }
     const KfGroups<kf_i64>& g = p_.in_groups;
+    const int64_t per_block = int64_t{c.GetInt("threads")} * c.GetInt("vec") * c.GetInt("ilp");
+    const bool exact = CapturedRead(c) != KF_READ_SCALAR &&
+                       OneShotTilesExactly(c.Get("grid") == "stride", p_.numel, per_block);
     absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_CAPTURED_READ ", CapturedRead(c),
+                    "\n#define KF_CAPTURED_EXACT ", exact ? 1 : 0,
                     "\n#define KF_CAPTURED_NUMEL ", p_.numel, "\n#define KF_CAPTURED_STRIDE1 ",
                     g.n > 1 ? g.stride[1] : 0,
                     "\ntemplate <typename I>\n__device__ __forceinline__ I kf_captured_offset(I e) "
