@@ -255,7 +255,7 @@ std::string FormatSearchHistory(const SearchTree& tree) {
   std::stable_sort(order.begin(), order.end(), [&tree](int a, int b) {
     return tree.node(a).dispatch_sequence < tree.node(b).dispatch_sequence;
   });
-  std::map<int, int> number;
+  std::vector<int> number(tree.size(), 0);  // by node index
   for (size_t k = 0; k < order.size(); ++k) number[order[k]] = static_cast<int>(k) + 1;
 
   const v1::Target& target = tree.target();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
+#include "services/proposer/synth/device_code.h"
 
 namespace kforge::synth {
 

@@ -11,9 +11,11 @@
 
 #include "common/kforge_device.h"
 #include "common/launch_plan.h"
-#include "services/proposer/synth/device_code.h"
 
 namespace kforge::synth {
+
+template <typename I>
+struct KfGroups;  // device/broadcast_groups.cuh, host-compiled in device_code.h
 
 struct PreambleOptions {
   bool fast_math = false;
@@ -55,7 +57,7 @@ extern const char kConstDivide[];
 // The statements that add to `offset` the offset of element `e` (consumed) through groups `g`,
 // their sizes and strides as constants (kf_group_offset's steps, unrolled, with kf_const_div),
 // each line starting with `indent`.
-std::string ConstGroupOffset(const KfGroups<kf_i64>& g, const std::string& indent);
+std::string ConstGroupOffset(const KfGroups<long long>& g, const std::string& indent);
 
 // The first line of every generated source: "// kforge synth: <what>". It names the kernel, not
 // its config, so configs that differ only in their launch plan (grid sizing) generate the same

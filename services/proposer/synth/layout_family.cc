@@ -251,7 +251,8 @@ class LayoutGenerator : public KernelGenerator {
     src += FastDivideSource();
     src += BroadcastGroupsSource();
     src += CopyViewSource();
-    src += CapturedShapeSource(c);
+    const int captured_read = CapturedRead(c);
+    src += CapturedShapeSource(c, captured_read);
     src += kEngine;
     PlanSpec plan;
     const std::string grid = FlatGrid(plan, threads * vec * ilp, c.Get("grid") == "stride",
@@ -261,7 +262,7 @@ class LayoutGenerator : public KernelGenerator {
     plan.contiguous = false;
     if (p_.index32) {  // for the captured call with pointers aligned as its read assumed
       plan.launches.back().captured_entry = "kf_layout_copy_captured";
-      plan.captured = CapturedCall{p_.shape_key, CapturedRead(c) == KF_READ_SCALAR
+      plan.captured = CapturedCall{p_.shape_key, captured_read == KF_READ_SCALAR
                                                      ? 1
                                                      : vec * ElementSize(p_.dtype)};
     }
@@ -284,12 +285,12 @@ class LayoutGenerator : public KernelGenerator {
   }
 
   // The captured call baked into the kernel's captured entry (kf_layout_copy_captured), which
-  // the launcher takes for a call of its shape key and alignment: its read as a constant
-  // (KF_CAPTURED_READ; -1: no captured entry, a call of 64-bit indices), whether a one-shot
-  // grid of its vectors tiles it exactly (KF_CAPTURED_EXACT), its element count, and
+  // the launcher takes for a call of its shape key and alignment: its read `captured_read` as a
+  // constant (KF_CAPTURED_READ; -1: no captured entry, a call of 64-bit indices), whether a
+  // one-shot grid of its vectors tiles it exactly (KF_CAPTURED_EXACT), its element count, and
   // kf_captured_offset(e), the input offset of output element e through its groups with their
   // sizes as constants. Other calls take kf_layout_copy, whose thread 0 works the layout out.
-  std::string CapturedShapeSource(const Config& c) const {
+  std::string CapturedShapeSource(const Config& c, int captured_read) const {
     std::string src = kConstDivide;
     if (!p_.index32) {
       return src + R"(#define KF_CAPTURED_READ -1
@@ -302,9 +303,9 @@ __device__ __forceinline__ I kf_captured_offset(I e) { return e; }
     }
     const KfGroups<kf_i64>& g = p_.in_groups;
     const int64_t per_block = int64_t{c.GetInt("threads")} * c.GetInt("vec") * c.GetInt("ilp");
-    const bool exact = CapturedRead(c) != KF_READ_SCALAR &&
+    const bool exact = captured_read != KF_READ_SCALAR &&
                        OneShotTilesExactly(c.Get("grid") == "stride", p_.numel, per_block);
-    absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_CAPTURED_READ ", CapturedRead(c),
+    absl::StrAppend(&src, kCapturedShapeBegin, "\n#define KF_CAPTURED_READ ", captured_read,
                     "\n#define KF_CAPTURED_EXACT ", exact ? 1 : 0,
                     "\n#define KF_CAPTURED_NUMEL ", p_.numel, "\n#define KF_CAPTURED_STRIDE1 ",
                     g.n > 1 ? g.stride[1] : 0,
