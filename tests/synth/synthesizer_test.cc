@@ -1854,6 +1854,28 @@ TEST(NormPriorTest, BestPriorConfigsOnNormAnchorsReadOnceWithWideAccesses) {
   }
 }
 
+// The prior of an ordered split against the H100's measured VAE group norm f32[1,128,512,512]
+// (docs/benchmarks/2026-12-06-session41.md): blocks of 256 threads with 4 vectors a thread in
+// flight ran 135 us; the same with 1 vector 151; blocks of 32 threads, whose tickets in flight
+// outgrow L2, 253; blocks of 1024 threads, one an SM, whose items end at barriers over 32
+// warps, 647. The prior had ranked the small blocks first.
+TEST(NormPriorTest, OrderedSplitPriorRanksBlockShapesAsMeasured) {
+  auto g = Bind(Resized("group_norm_affine", v1::FLOAT32, {1, 128, 512, 512}));
+  ASSERT_NE(g, nullptr);
+  auto prior = [&](const std::string& shape, int unroll) {
+    Config c = *g->Space().Parse(absl::StrCat(shape,
+                                              ";vec=4;algo=welford;cache=none;reg_cache=8;"
+                                              "split=128;split_mode=ordered;unroll=",
+                                              unroll, ";grid=oneshot"));
+    EXPECT_EQ(g->Check(c), "") << c.ToString();
+    return g->EstimateSeconds(c);
+  };
+  const double best = prior("row_threads=256;rows_per_block=1", 4);
+  EXPECT_LT(best, prior("row_threads=256;rows_per_block=1", 1));
+  EXPECT_LT(best, prior("row_threads=16;rows_per_block=2", 1));
+  EXPECT_LT(best, prior("row_threads=1024;rows_per_block=1", 1));
+}
+
 // `config`'s kernel for `target` and its launch plan resolved for the target's shapes on 132
 // SMs; nullopt (with the failure recorded) when any step fails.
 struct PlannedKernel {

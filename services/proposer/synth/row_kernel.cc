@@ -2058,9 +2058,8 @@ class RowKernelGenerator : public KernelGenerator {
                                               weight_bytes);
     }
     if (InTicketOrder(c)) {
-      return regs.SpillFactor() * OrderedSeconds(c, regs.allocated, pass_cycles, reduce_cycles,
-                                                 per_elem_ops, flight_elems, in_bytes,
-                                                 out_bytes, weight_bytes);
+      return regs.SpillFactor() * OrderedSeconds(c, regs.allocated, reduce_cycles, per_elem_ops,
+                                                 in_bytes, out_bytes, weight_bytes);
     }
     std::vector<LaunchCost> launches;
     LaunchCost main;
@@ -2171,33 +2170,66 @@ class RowKernelGenerator : public KernelGenerator {
   }
 
   // The prior of an ordered split: a clearing launch, then about the resident blocks taking
-  // twice the items (each a chunk's read or its write) in ticket order. The writes re-read
-  // from L2 but where a row block outgrows the quarter of it the lag is sized for.
-  double OrderedSeconds(const Config& c, int registers, double pass_cycles,
-                        double reduce_cycles, double per_elem_ops, double flight_elems,
+  // twice the items (each a chunk's read or its write) in ticket order. A write re-reads its
+  // chunk from L2 where what was read since still fits: the lag's row blocks and the items
+  // the other resident blocks took meanwhile (OrderedRereadInL2).
+  double OrderedSeconds(const Config& c, int registers, double reduce_cycles, double per_elem_ops,
                         double in_bytes, double out_bytes, double weight_bytes) const {
-    const int rt = c.GetInt("row_threads"), rpb = c.GetInt("rows_per_block");
+    const int rt = c.GetInt("row_threads");
     const int split = c.GetInt("split");
-    const int in_size = ElementSize(p_.in_dtype);
     const double rows = static_cast<double>(std::max<int64_t>(1, p_.rows));
     const double elems = rows * std::max<int64_t>(1, p_.cols);
     const double tickets = 2.0 * SyncItems(c);
     const double grid = std::min(tickets, double(gpu_.sm_count) * ResidentBlocksPerSm(c));
-    const bool reread_in_l2 =
-        double(rpb) * std::max<int64_t>(1, p_.cols) * in_size <= OrderedLagBytes();
     // The partials' fence and arrival, the write's wait and its merge of the row's partials
-    // (the next ticket is fetched while an item runs).
-    constexpr double kItemCycles = 800;
+    // (the next ticket is fetched while an item runs), and a cost per warp of the block: an
+    // item ends at barriers that wait for its slowest warp. (H100, VAE group norms, 2026-12-06:
+    // blocks of 1024 threads, one an SM, ran 2.6-3.9x the prior's estimate without it; 100
+    // cycles a warp ranked the three rows' 59 measured configs each best, Spearman 0.62-0.65
+    // -> 0.83-0.87 with the terms below.)
+    constexpr double kItemCycles = 800, kItemCyclesPerWarp = 100;
+    const double warps = std::ceil(rt * c.GetInt("rows_per_block") / 32.0);
+    // An item's loop has KF_UNROLL vectors' loads in flight, no more: unroll 1 is no unroll
+    // the compiler adds (H100, VAE group norms, 256-thread blocks: unroll 1 ran 1.12-1.20x
+    // unroll 4 at the same split, 2026-12-06).
+    const double per_thread = std::ceil(double(Chunk(c)) / rt);
+    const double item_flight = std::min(per_thread, double(c.GetInt("vec")) * c.GetInt("unroll"));
+    const double item_pass_cycles =
+        900 + 500 * std::max(0.0, std::ceil(per_thread / std::max(1.0, item_flight)) - 1);
 
-    LaunchCost main = ResidentLaunch(c, grid, registers, flight_elems);
+    LaunchCost main = ResidentLaunch(c, grid, registers, item_flight);
     main.ops = elems * per_elem_ops + 2 * rows * split * reduce_cycles * rt / 4;
     const double reread = RereadsRow() ? in_bytes : 0;
-    main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread_in_l2 ? 0 : reread);
-    main.l2_bytes = reread_in_l2 ? reread : 0;
+    const double in_l2 = reread * OrderedRereadInL2(c, grid);
+    main.dram_bytes = in_bytes + out_bytes + weight_bytes + reread - in_l2;
+    main.l2_bytes = in_l2;
     main.block_latency_cycles =
-        std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles);
+        std::ceil(tickets / std::max(1.0, grid)) *
+        (item_pass_cycles + reduce_cycles + kItemCycles + kItemCyclesPerWarp * warps);
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
     return synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
+  }
+
+  // The share of an ordered split's re-reads that L2 serves. Between a chunk's read and its
+  // write come the reads of `lag` row blocks (kf_ticket_lag) and the items the `grid` resident
+  // blocks hold: a grid of many small blocks holds a window of tickets that outgrows L2 however
+  // short the lag. H100, VAE group norm 1x128x512x512 fp32 (2026-12-06): every config of 32-128
+  // threads a block ran 200-370 us (their windows 4-9x L2), the hand-written kernel of 264
+  // blocks of 512 threads and 64 KB items (a 29 MB window) 121 us; the prior had put the small
+  // blocks first. The window's share beyond kOrderedWindowL2Share of L2 goes to DRAM.
+  static constexpr double kOrderedWindowL2Share = 0.75;
+  double OrderedRereadInL2(const Config& c, double grid) const {
+    const double window =
+        OrderedLag(c) * double(OrderedRowBlockBytes(c)) + grid * double(SyncItemBytes(c));
+    return std::min(1.0, kOrderedWindowL2Share * double(gpu_.l2_bytes) / std::max(1.0, window));
+  }
+  int64_t OrderedRowBlockBytes(const Config& c) const {
+    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * ElementSize(p_.in_dtype);
+  }
+  // The lag the kernel takes (kOrderedEntry), in row blocks.
+  double OrderedLag(const Config& c) const {
+    return static_cast<double>(kf_ticket_lag(SyncItems(c) / c.GetInt("split"),
+                                             OrderedRowBlockBytes(c), OrderedLagBytes()));
   }
 
   // A sync or ordered split's launch of `grid` resident blocks, before its bytes and work.
