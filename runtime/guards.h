@@ -13,21 +13,22 @@ namespace kforge::runtime {
 
 enum class FallbackReason {
   kNone,
-  kDisabled,          // KFORGE_DISABLE=1
-  kSignature,         // a different number of tensor inputs than the kernel takes
-  kLayout,            // an undefined, sparse or otherwise non-strided input
-  kCpuTensor,         // an input on the CPU
-  kDevice,            // an input on another device type, or inputs on different GPUs
-  kRequiresGrad,      // grad mode on and an input requires grad (kernels have no backward)
+  kDisabled,      // KFORGE_DISABLE=1
+  kArguments,     // an int list the graph computes differs from the kernel's (a reshape's sizes)
+  kSignature,     // a different number of tensor inputs than the kernel takes
+  kLayout,        // an undefined, sparse or otherwise non-strided input
+  kCpuTensor,     // an input on the CPU
+  kDevice,        // an input on another device type, or inputs on different GPUs
+  kRequiresGrad,  // grad mode on and an input requires grad (kernels have no backward)
   kDtype,
   kShape,
   kStride,
   kAlignment,
-  kArchMissing,       // no cubin for this GPU's compute capability
+  kArchMissing,         // no cubin for this GPU's compute capability
   kNotLoadedInCapture,  // first use inside CUDA-graph capture (module loads cannot be captured)
-  kLoadError,         // the driver refused the module or the plan does not resolve here
-  kLaunchError,       // cuLaunchKernelEx refused the launch
-  kUnknownKernel,     // the graph names a kernel id the bundle lacks
+  kLoadError,           // the driver refused the module or the plan does not resolve here
+  kLaunchError,         // cuLaunchKernelEx refused the launch
+  kUnknownKernel,       // the graph names a kernel id the bundle lacks
 };
 
 // The counter key: "cpu_tensor", "arch_missing", ...

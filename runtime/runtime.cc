@@ -461,15 +461,19 @@ FallbackReason Launch(Bundle& bundle, KernelState& k, c10::ArrayRef<at::Tensor> 
 
 // kforge::run: the first listed kernel whose guards hold runs; none: an empty list, and the
 // graph runs the original node. Boxed, so the graph's constants are read where they lie.
+// `arguments_match` (empty: all) says per kernel whether the int lists the graph computes for
+// the node equal the ones its kernel was proven for (graph_rewrite.h).
 void Run(const c10::OperatorHandle&, torch::jit::Stack* stack) {
-  c10::ArrayRef<c10::IValue> args = torch::jit::last(*stack, 4);
+  constexpr size_t kArgs = 5;
+  c10::ArrayRef<c10::IValue> args = torch::jit::last(*stack, kArgs);
   const std::string& bundle_id = args[0].toStringRef();
   const std::string& bundle_hint = args[1].toStringRef();
   c10::ArrayRef<c10::IValue> kernel_ids = args[2].toListRef();
   std::vector<at::Tensor> inputs = args[3].toTensorVector();
+  const c10::List<bool> arguments_match = args[4].toBoolList();
   std::vector<at::Tensor> outputs;
   auto finish = [&] {
-    torch::jit::drop(*stack, 4);
+    torch::jit::drop(*stack, kArgs);
     stack->emplace_back(std::move(outputs));
   };
   if (kDisabled) {
@@ -482,8 +486,8 @@ void Run(const c10::OperatorHandle&, torch::jit::Stack* stack) {
   Bundle& bundle = registry().ResolveFast(bundle_id, bundle_hint);
   const bool grad_enabled = at::GradMode::is_enabled();
   std::optional<FallbackReason> first;
-  for (const c10::IValue& id : kernel_ids) {
-    const std::string& kernel_id = id.toStringRef();
+  for (size_t i = 0; i < kernel_ids.size(); ++i) {
+    const std::string& kernel_id = kernel_ids[i].toStringRef();
     auto it = bundle.kernels.find(kernel_id);
     if (it == bundle.kernels.end()) {
       counters().Unloaded(kernel_id, FallbackReason::kUnknownKernel);
@@ -491,7 +495,9 @@ void Run(const c10::OperatorHandle&, torch::jit::Stack* stack) {
       continue;
     }
     KernelState& k = *it->second;
-    FallbackReason reason = CheckGuards(*k.spec, inputs, grad_enabled);
+    FallbackReason reason = i < arguments_match.size() && !arguments_match[i]
+                                ? FallbackReason::kArguments
+                                : CheckGuards(*k.spec, inputs, grad_enabled);
     if (reason == FallbackReason::kNone) reason = Launch(bundle, k, inputs, &outputs);
     if (reason == FallbackReason::kNone) {
       ++k.counts.launches;
@@ -550,8 +556,8 @@ bool KernelsDisabled() { return kDisabled; }
 // that TorchScript must neither reorder away nor fold as constants.
 TORCH_LIBRARY(kforge, m) {
   using c10::AliasAnalysisKind;
-  m.def(torch::schema("run(str bundle_id, str bundle_hint, str[] kernel_ids, Tensor[] inputs) -> "
-                      "Tensor[]",
+  m.def(torch::schema("run(str bundle_id, str bundle_hint, str[] kernel_ids, Tensor[] inputs, "
+                      "bool[] arguments_match=[]) -> Tensor[]",
                       AliasAnalysisKind::CONSERVATIVE),
         torch::CppFunction::makeFromBoxedFunction<&kforge::runtime::Run>());
   m.def(torch::schema("load_bundle(str dir) -> str", AliasAnalysisKind::CONSERVATIVE),

@@ -179,6 +179,7 @@ using InputPosition = std::pair<size_t, size_t>;
 struct SubgraphMatch {
   std::vector<Node*> nodes;  // in target order
   std::vector<InputPosition> inputs;
+  std::vector<ComputedIntList> computed;  // guarded at run time
 };
 
 // The graph's value of a scalar argument as a reader would name it: its constant, else the
@@ -246,11 +247,17 @@ absl::StatusOr<SubgraphMatch> MatchSubgraph(Node* last, const v1::Target& target
       Value* value = node->input(j);
       if (recorded->kind_case() != v1::Argument::kTensor) {
         std::optional<c10::IValue> constant = ConstantOf(value);
-        if (!constant || !ScalarMatches(recorded->scalar(), *constant)) {
-          return differ(name, " is ", DescribeScalar(value), " there, ",
-                        ScalarText(recorded->scalar()), " when captured");
+        if (constant && ScalarMatches(recorded->scalar(), *constant)) continue;
+        // An int list the graph computes — sizes a traced reshape reads from its input — is
+        // compared with the captured one on every call instead.
+        if (!constant && recorded->scalar().value_case() == v1::ScalarValue::kIntList &&
+            value->type()->isSubtypeOf(*c10::ListType::ofInts())) {
+          const auto& captured = recorded->scalar().int_list().values();
+          match.computed.push_back({static_cast<size_t>(i), j, {captured.begin(), captured.end()}});
+          continue;
         }
-        continue;
+        return differ(name, " is ", DescribeScalar(value), " there, ",
+                      ScalarText(recorded->scalar()), " when captured");
       }
       if (!value->type()->isSubtypeOf(*c10::TensorType::get())) {
         return differ(name, " is no tensor there");
@@ -394,15 +401,16 @@ std::string WhyUnmatched(const v1::Target& target, int with_op, int observed, in
                          observed, " of ", with_op, ")")
           : absl::StrCat("its ", nodes);
   if (with_constants == 0) {
-    return absl::StrCat(which, " do not take the target's scalar arguments as constants equal "
-                        "to the captured values, or differ in overload or tensor types",
-                        target.nodes_size() > 1
-                            ? absl::StrCat(", or do not end the chain ", TargetOpName(target),
-                                           " (each node's one output used only by the next, "
-                                           "called as captured)")
-                            : "",
-                        " (the kernel is proven for the captured values only); at the first: ",
-                        first_difference);
+    return absl::StrCat(
+        which,
+        " do not take the target's scalar arguments as constants equal "
+        "to the captured values (or, for an int list, computed in the graph), "
+        "or differ in overload or tensor types",
+        target.nodes_size() > 1 ? absl::StrCat(", or do not end the chain ", TargetOpName(target),
+                                               " (each node's one output used only by the next, "
+                                               "called as captured)")
+                                : "",
+        " (the kernel is proven for the captured values only); at the first: ", first_difference);
   }
   return absl::StrCat(which, " go to another target's kernel: a chain that ends there too "
                       "and saves more per call, or a longer chain they are part of");
@@ -516,6 +524,7 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
         saving_s.push_back(k.saving_s);
       }
       calls[c].kernel_ids.push_back(k.kernel_id);
+      calls[c].computed_lists.push_back(match->computed);
       saving_s[c] = std::max(saving_s[c], k.saving_s);
     }
     if (calls.empty()) continue;
@@ -546,6 +555,26 @@ absl::StatusOr<RewritePlan> PlanRewrite(torch::jit::Module& module,
   return plan;
 }
 
+namespace {
+
+// kforge::run's `arguments_match`: per kernel of the call, whether each int list the graph
+// computes equals the value the kernel was proven for.
+Value* ArgumentsMatch(torch::jit::Graph& graph, const PlannedNode& p) {
+  std::vector<Value*> flags;
+  for (const std::vector<ComputedIntList>& lists : p.computed_lists) {
+    Value* all = nullptr;
+    for (const ComputedIntList& l : lists) {
+      Value* equal = graph.insert(
+          c10::aten::eq, {p.nodes[l.node]->input(l.input), graph.insertConstant(l.captured)});
+      all = all == nullptr ? equal : graph.insert(c10::aten::__and__, {all, equal});
+    }
+    flags.push_back(all != nullptr ? all : graph.insertConstant(true));
+  }
+  return graph.insertNode(graph.createList(c10::BoolType::get(), flags))->output();
+}
+
+}  // namespace
+
 absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
                           const std::string& bundle_hint) {
   torch::jit::Graph& graph = *plan.graph;
@@ -563,7 +592,12 @@ absl::Status ApplyRewrite(const RewritePlan& plan, const std::string& bundle_id,
       std::vector<Value*> tensors;
       for (const auto& [n, j] : p.input_positions) tensors.push_back(p.nodes[n]->input(j));
       Value* inputs = graph.insertNode(graph.createList(c10::TensorType::get(), tensors))->output();
-      Value* outs = graph.insert(run, {id, hint, ids, inputs});
+      std::vector<torch::jit::NamedValue> args = {id, hint, ids, inputs};
+      if (std::any_of(p.computed_lists.begin(), p.computed_lists.end(),
+                      [](const auto& lists) { return !lists.empty(); })) {
+        args.emplace_back(ArgumentsMatch(graph, p));
+      }
+      Value* outs = graph.insert(run, args);
       Value* count = graph.insert(c10::aten::len, {outs});
       Value* fell_back = graph.insert(c10::aten::eq, {count, graph.insertConstant(0)});
       Node* branch = graph.insertNode(graph.create(c10::prim::If, {fell_back}, 0));

@@ -8,12 +8,15 @@
 //
 // A node computes a target when it has the target's operator and overload and the same
 // constant scalar arguments, and — with the capture's graph.json — when the capture observed it
-// called with the target's input signature (sizes, strides, dtypes). A chain target's nodes
-// must be such nodes each of whose one output only the next uses; the whole chain is replaced
-// (and a node of it is not rewritten on its own as well); where several targets' chains end at
-// one node, the one whose kernel saves the most per call is. graph.json lists the nodes of the
-// same inlined graph in the same order; without it (or when it does not line up with the
-// model's graph) every node with the operator and constants gets every such kernel, and the
+// called with the target's input signature (sizes, strides, dtypes). An int list the graph
+// computes (a traced reshape's sizes, read from its input's) matches too: kforge::run then
+// takes a fifth argument, per kernel whether every such list equals the value its kernel was
+// proven for (aten::eq in the graph), and a kernel whose lists differ falls back (`arguments`). A
+// chain target's nodes must be such nodes each of whose one output only the next uses; the whole
+// chain is replaced (and a node of it is not rewritten on its own as well); where several targets'
+// chains end at one node, the one whose kernel saves the most per call is. graph.json lists the
+// nodes of the same inlined graph in the same order; without it (or when it does not line up with
+// the model's graph) every node with the operator and constants gets every such kernel, and the
 // runtime's guards pick the one whose shape matches.
 //
 // Planning and applying are separate so the exporter can write the manifest — whose sha256
@@ -39,6 +42,14 @@ struct RewriteKernel {
   double saving_s = 0;
 };
 
+// A scalar argument the graph computes, an int list, and the value the capture recorded.
+struct ComputedIntList {
+  size_t node = 0;   // index into PlannedNode::nodes
+  size_t input = 0;  // position among that node's inputs
+  std::vector<int64_t> captured;
+  bool operator==(const ComputedIntList&) const = default;
+};
+
 struct PlannedNode {
   torch::jit::Node* node = nullptr;         // the node whose outputs the kernels compute
   // The target's nodes in order, `node` last: one for a single op; a chain's nodes go with it
@@ -50,6 +61,9 @@ struct PlannedNode {
   // earlier node replaces its outputs, so a node that consumes them finds its inputs there,
   // not in `inputs`, at ApplyRewrite.
   std::vector<std::pair<size_t, size_t>> input_positions;
+  // Per kernel id: the int lists the graph computes for it — (index into `nodes`, position among
+  // that node's inputs) and the value the kernel was proven for — compared at run time.
+  std::vector<std::vector<ComputedIntList>> computed_lists;
 };
 
 struct RewritePlan {

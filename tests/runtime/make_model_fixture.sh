@@ -3,7 +3,7 @@
 # `kforge optimize --device cpu` run on it (captures, proposes and compiles; exit 3: no GPU),
 # winners marked by the SimulatedValidation fixture (simulate_validated_run: nothing measured)
 # and `kforge export` of the result.
-#   make_model_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR REPO OUT_DIR resnet50|qwen3|unmatched|chained|fused|rms_norm
+#   make_model_fixture.sh BIN_DIR PYTHON TEST_SRC_DIR REPO OUT_DIR resnet50|qwen3|unmatched|chained|fused|rms_norm|computed_shape
 # resnet50: examples/resnet50.py at batch 1; every op group is captured (--top 45 leaves none
 #   out), and the first compiled candidate of three batch_norm targets — the shapes that won on
 #   the H200 at batch 32 — is marked validated.
@@ -17,6 +17,8 @@
 #   tests/gpu/kernels/masked_softmax_chain.cu (a fixed, known-correct source), marked validated.
 # rms_norm: make_small_model.py's written-out RMSNorm, captured with --fuse: the first compiled
 #   candidate of its chain (pow -> mean -> add -> rsqrt -> mul -> mul, x read twice) is marked.
+# computed_shape: make_small_model.py's repeat_kv (a reshape of an expanded view, its sizes
+#   computed in the graph): the first compiled candidate of the reshape is marked.
 # Writes OUT_DIR/{model/, run/, target_ids, export.json or export.err, export.rc}.
 set -euo pipefail
 BIN=$1 PY=$2 SRC=$3 REPO=$4 OUT=$5 NAME=$6
@@ -40,6 +42,9 @@ case $NAME in
   rms_norm)
     "$PY" "$SRC/make_small_model.py" "$OUT/model" $NAME > "$OUT/kforge-export.log" 2>&1
     TOP=1 FUSE=--fuse SELECT=() ;;
+  computed_shape)
+    "$PY" "$SRC/make_small_model.py" "$OUT/model" $NAME > "$OUT/kforge-export.log" 2>&1
+    TOP=2 SELECT=("aten::reshape in0=2,4,2,64,32") ;;
   fused)
     "$PY" "$REPO/tests/capture/make_chain_model.py" "$OUT/model" > "$OUT/kforge-export.log" 2>&1
     TOP=6 FUSE=--fuse SELECT=() ;;

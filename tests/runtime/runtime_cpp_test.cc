@@ -94,7 +94,8 @@ TEST(RuntimeCppTest, AMissingBundleIsAnErrorThatSaysWhatToDo) {
   torch::jit::Stack stack{c10::IValue(std::string(64, '0')),
                           c10::IValue((tmp.path() / "nowhere").string()),
                           c10::IValue(c10::List<std::string>({KernelId()})),
-                          c10::IValue(std::vector<at::Tensor>{at::randn({64, 512})})};
+                          c10::IValue(std::vector<at::Tensor>{at::randn({64, 512})}),
+                          c10::IValue(c10::List<bool>())};  // a boxed call pushes every argument
   const std::string error = ErrorOf([&] { run.callBoxed(&stack); });
   EXPECT_THAT(error, HasSubstr("the model needs kernel bundle 000000000000"));
   EXPECT_THAT(error, HasSubstr("nowhere (no manifest.json)"));

@@ -51,6 +51,7 @@ TEST(GuardsTest, ReasonsCoverEveryEnumValue) {
   }
   EXPECT_EQ(ReasonName(FallbackReason::kArchMissing), "arch_missing");
   EXPECT_EQ(ReasonName(FallbackReason::kDisabled), "disabled");
+  EXPECT_EQ(ReasonName(FallbackReason::kArguments), "arguments");
 }
 
 TEST(GuardsTest, ACpuTensorReportsCpuEvenWhenItBreaksEveryLaterGuard) {

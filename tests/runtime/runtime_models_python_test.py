@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The bundles exported from real models (make_model_fixture.sh: ResNet-50, the Qwen3 example,
-make_small_model.py's two chained softmax nodes and its written-out RMSNorm, and the chain
+make_small_model.py's two chained softmax nodes, its written-out RMSNorm and its reshape whose
+sizes the graph computes, and the chain
 softmax(x * 0.125 + mask) of make_chain_model.py rewritten as one), run in plain PyTorch on the CPU (ctest:
 runtime_models_python_test).
 
@@ -69,6 +70,23 @@ class OptimizedModelsOnCpu(unittest.TestCase):
 
     def test_a_chain_reading_its_input_twice(self):
         self.check("rms_norm", 1)
+
+    def test_a_reshape_whose_sizes_the_graph_computes(self):
+        # As captured, the sizes match and the CPU tensor is why it falls back; another batch
+        # gives the reshape other sizes, and the kernel, proven for the captured ones only, is
+        # not tried: `arguments`, and the original reshape's result.
+        self.check("computed_shape", 1)
+        torch = self.torch
+        root = os.path.join(ARGS.fixtures, "computed_shape")
+        optimized = torch.jit.load(os.path.join(root, "bundle", "model.pt"))
+        original = torch.jit.load(os.path.join(root, "model", "model.pt"))
+        with open(os.path.join(root, "export.json")) as f:
+            kernel_id = json.load(f)["kernels"][0]["kernel_id"]
+        x = torch.randn(3, 4, 64, 32)
+        torch.ops.kforge.reset_counts()
+        self.assertTrue(torch.equal(optimized(x), original(x)))
+        self.assertEqual(dict(torch.ops.kforge.fallback_counts()),
+                         {"arguments": 1, f"{kernel_id}:arguments": 1})
 
 
 class FusedChainOnGpu(unittest.TestCase):

@@ -6,6 +6,12 @@
 // without the capture's graph.json every node with the winner's constants lists every kernel;
 // and an export with nothing to rewrite says why, also through the `kforge optimize` hook.
 #include <sys/wait.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/script.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,18 +19,13 @@
 #include <fstream>
 #include <functional>
 #include <map>
-
-#include <torch/csrc/jit/api/function_impl.h>
-#include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/ir/irparser.h>
-#include <torch/csrc/jit/python/update_graph_executor_opt.h>
-#include <torch/script.h>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/tensor_signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/tensor_signature.h"
 #include "nlohmann/json.hpp"
 #include "runtime/export/export_cli.h"
 #include "runtime/export/exporter.h"
@@ -425,6 +426,41 @@ TEST(RuntimeModelsTest, ATensorTheChainReadsTwiceIsOneInputOfItsCall) {
   ASSERT_EQ(inputs->inputs().size(), 2u);
   EXPECT_EQ(inputs->input(0), graph->inputs()[1]);  // x, once
   EXPECT_NE(inputs->input(1), graph->inputs()[1]);  // the weight
+}
+
+TEST(RuntimeModelsTest, AReshapeWhoseSizesTheGraphComputesComparesThemOnEveryCall) {
+  // repeat_kv's reshape takes sizes the graph reads from its input: the node is rewritten, and
+  // its kforge::run takes a fifth argument, whether those sizes equal the captured [2,8,64,32].
+  const fs::path fixture = kFixtures / "computed_shape";
+  ASSERT_NO_FATAL_FAILURE(ExpectOneChainRewritten(fixture, "aten::reshape"));
+  torch::jit::Module model = torch::jit::load((fixture / "bundle" / "model.pt").string());
+  std::shared_ptr<torch::jit::Graph> graph = model.get_method("forward").graph();
+  graph->lint();
+  torch::jit::Node* run = nullptr;
+  torch::jit::Node* reshape = nullptr;
+  Walk(graph->block(), [&](torch::jit::Node* n) {
+    const std::string kind = n->kind().toQualString();
+    if (kind == "kforge::run") run = n;
+    if (kind == "aten::reshape") reshape = n;  // the fallback's
+  });
+  ASSERT_NE(run, nullptr);
+  ASSERT_NE(reshape, nullptr);
+  ASSERT_EQ(run->inputs().size(), 5u);
+  torch::jit::Node* flags = run->input(4)->node();
+  ASSERT_EQ(flags->kind(), c10::prim::ListConstruct);
+  ASSERT_EQ(flags->inputs().size(), 1u);  // one kernel
+  torch::jit::Node* eq = flags->input(0)->node();
+  EXPECT_EQ(eq->kind(), c10::aten::eq);
+  EXPECT_EQ(eq->input(0), reshape->input(1));  // the sizes the graph computes
+  std::optional<c10::IValue> captured = torch::jit::toIValue(eq->input(1));
+  if (!captured) {  // a list of constants
+    std::vector<int64_t> values;
+    for (torch::jit::Value* v : eq->input(1)->node()->inputs()) {
+      values.push_back(torch::jit::toIValue(v)->toInt());
+    }
+    captured = c10::IValue(values);
+  }
+  EXPECT_EQ(captured->toIntVector(), (std::vector<int64_t>{2, 8, 64, 32}));
 }
 
 // The traced `x.shape[-1] // 2` of Qwen3's rotate_half (its 2 a 0-dim tensor constant, on the
