@@ -44,8 +44,7 @@ std::string_view ReasonName(FallbackReason reason) {
   switch (reason) {
     case FallbackReason::kNone: return "none";
     case FallbackReason::kDisabled: return "disabled";
-    case FallbackReason::kArguments:
-      return "arguments";
+    case FallbackReason::kArguments: return "arguments";
     case FallbackReason::kSignature: return "signature";
     case FallbackReason::kLayout: return "layout";
     case FallbackReason::kCpuTensor: return "cpu_tensor";

@@ -47,7 +47,6 @@ struct ComputedIntList {
   size_t node = 0;   // index into PlannedNode::nodes
   size_t input = 0;  // position among that node's inputs
   std::vector<int64_t> captured;
-  bool operator==(const ComputedIntList&) const = default;
 };
 
 struct PlannedNode {

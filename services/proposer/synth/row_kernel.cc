@@ -2190,7 +2190,7 @@ class RowKernelGenerator : public KernelGenerator {
     constexpr double kItemCycles = 800, kItemCyclesPerWarp = 100;
     const double warps = std::ceil(rt * c.GetInt("rows_per_block") / 32.0);
     // An item's loop has KF_UNROLL vectors' loads in flight, no more: unroll 1 is no unroll
-    // the compiler adds (H100, VAE group norms, 256-thread blocks: unroll 1 ran 1.12-1.20x
+    // the compiler adds (H100, VAE group norms, 256-thread blocks: unroll 1 ran 1.08-1.24x
     // unroll 4 at the same split, 2026-12-06).
     const double per_thread = std::ceil(double(Chunk(c)) / rt);
     const double item_flight = std::min(per_thread, double(c.GetInt("vec")) * c.GetInt("unroll"));
@@ -2214,7 +2214,7 @@ class RowKernelGenerator : public KernelGenerator {
   // write come the reads of `lag` row blocks (kf_ticket_lag) and the items the `grid` resident
   // blocks hold: a grid of many small blocks holds a window of tickets that outgrows L2 however
   // short the lag. H100, VAE group norm 1x128x512x512 fp32 (2026-12-06): every config of 32-128
-  // threads a block ran 200-370 us (their windows 4-9x L2), the hand-written kernel of 264
+  // threads a block ran 195-370 us (their windows 1.1-5.4x L2), the hand-written kernel of 264
   // blocks of 512 threads and 64 KB items (a 29 MB window) 121 us; the prior had put the small
   // blocks first. The window's share beyond kOrderedWindowL2Share of L2 goes to DRAM.
   static constexpr double kOrderedWindowL2Share = 0.75;
