@@ -19,7 +19,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -452,15 +451,12 @@ TEST(RuntimeModelsTest, AReshapeWhoseSizesTheGraphComputesComparesThemOnEveryCal
   torch::jit::Node* eq = flags->input(0)->node();
   EXPECT_EQ(eq->kind(), c10::aten::eq);
   EXPECT_EQ(eq->input(0), reshape->input(1));  // the sizes the graph computes
-  std::optional<c10::IValue> captured = torch::jit::toIValue(eq->input(1));
-  if (!captured) {  // a list of constants
-    std::vector<int64_t> values;
-    for (torch::jit::Value* v : eq->input(1)->node()->inputs()) {
-      values.push_back(torch::jit::toIValue(v)->toInt());
-    }
-    captured = c10::IValue(values);
-  }
-  EXPECT_EQ(captured->toIntVector(), (std::vector<int64_t>{2, 8, 64, 32}));
+  // The saved model's code reloads the captured list as a list of constants.
+  torch::jit::Node* captured = eq->input(1)->node();
+  ASSERT_EQ(captured->kind(), c10::prim::ListConstruct);
+  std::vector<int64_t> values;
+  for (torch::jit::Value* v : captured->inputs()) values.push_back(torch::jit::toIValue(v)->toInt());
+  EXPECT_EQ(values, (std::vector<int64_t>{2, 8, 64, 32}));
 }
 
 // The traced `x.shape[-1] // 2` of Qwen3's rotate_half (its 2 a 0-dim tensor constant, on the

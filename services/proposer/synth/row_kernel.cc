@@ -1981,13 +1981,16 @@ class RowKernelGenerator : public KernelGenerator {
     // and keeps about six (H200 sweep, 2026-12-01: unroll 1 beat 2 and 4 on the near-best
     // group norms, the opposite of what u vectors for unroll 1 predicted). A register cache's
     // fully unrolled loop interleaves its loads with the statistics: about six vectors too,
-    // not the whole cache.
+    // not the whole cache. An ordered split's item loop gets no such unroll: unroll 1 ran
+    // 1.08-1.24x unroll 4 at the same split (H100, VAE group norms, 256-thread blocks,
+    // 2026-12-06).
     const double per_thread = std::ceil(static_cast<double>(chunk) / rt);
     constexpr double kCompilerUnroll = 6;
+    const bool compiler_unrolls = unroll == 1 && !InTicketOrder(c);
     const double flight_elems =
         cache == "regs"
             ? std::min({per_thread, double(c.GetInt("reg_cache")), kCompilerUnroll * vec})
-            : std::min(per_thread, double(vec) * (unroll == 1 ? kCompilerUnroll : unroll));
+            : std::min(per_thread, double(vec) * (compiler_unrolls ? kCompilerUnroll : unroll));
     // Re-reads of the row: hit L1/L2 while the rows in flight are small.
     // Passes that read the row (RereadsRow: a broadcast reduction's output pass may not).
     const int data_passes = (two_pass ? 2 : 1) + (RereadsRow() ? 1 : 0);
@@ -2058,8 +2061,9 @@ class RowKernelGenerator : public KernelGenerator {
                                               weight_bytes);
     }
     if (InTicketOrder(c)) {
-      return regs.SpillFactor() * OrderedSeconds(c, regs.allocated, reduce_cycles, per_elem_ops,
-                                                 in_bytes, out_bytes, weight_bytes);
+      return regs.SpillFactor() * OrderedSeconds(c, regs.allocated, pass_cycles, reduce_cycles,
+                                                 per_elem_ops, flight_elems, in_bytes,
+                                                 out_bytes, weight_bytes);
     }
     std::vector<LaunchCost> launches;
     LaunchCost main;
@@ -2173,7 +2177,8 @@ class RowKernelGenerator : public KernelGenerator {
   // twice the items (each a chunk's read or its write) in ticket order. A write re-reads its
   // chunk from L2 where what was read since still fits: the lag's row blocks and the items
   // the other resident blocks took meanwhile (OrderedRereadInL2).
-  double OrderedSeconds(const Config& c, int registers, double reduce_cycles, double per_elem_ops,
+  double OrderedSeconds(const Config& c, int registers, double pass_cycles,
+                        double reduce_cycles, double per_elem_ops, double flight_elems,
                         double in_bytes, double out_bytes, double weight_bytes) const {
     const int rt = c.GetInt("row_threads");
     const int split = c.GetInt("split");
@@ -2189,15 +2194,8 @@ class RowKernelGenerator : public KernelGenerator {
     // -> 0.83-0.87 with the terms below.)
     constexpr double kItemCycles = 800, kItemCyclesPerWarp = 100;
     const double warps = std::ceil(rt * c.GetInt("rows_per_block") / 32.0);
-    // An item's loop has KF_UNROLL vectors' loads in flight, no more: unroll 1 is no unroll
-    // the compiler adds (H100, VAE group norms, 256-thread blocks: unroll 1 ran 1.08-1.24x
-    // unroll 4 at the same split, 2026-12-06).
-    const double per_thread = std::ceil(double(Chunk(c)) / rt);
-    const double item_flight = std::min(per_thread, double(c.GetInt("vec")) * c.GetInt("unroll"));
-    const double item_pass_cycles =
-        900 + 500 * std::max(0.0, std::ceil(per_thread / std::max(1.0, item_flight)) - 1);
 
-    LaunchCost main = ResidentLaunch(c, grid, registers, item_flight);
+    LaunchCost main = ResidentLaunch(c, grid, registers, flight_elems);
     main.ops = elems * per_elem_ops + 2 * rows * split * reduce_cycles * rt / 4;
     const double reread = RereadsRow() ? in_bytes : 0;
     const double in_l2 = reread * OrderedRereadInL2(c, grid);
@@ -2205,7 +2203,7 @@ class RowKernelGenerator : public KernelGenerator {
     main.l2_bytes = in_l2;
     main.block_latency_cycles =
         std::ceil(tickets / std::max(1.0, grid)) *
-        (item_pass_cycles + reduce_cycles + kItemCycles + kItemCyclesPerWarp * warps);
+        (pass_cycles + reduce_cycles + kItemCycles + kItemCyclesPerWarp * warps);
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
     return synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
   }
