@@ -135,6 +135,7 @@ void SetLauncherFields(KfArgs* args) {
   args->shape_key = KfShapeKey(*args);
   for (int i = 0; i < KF_MAX_INPUTS; ++i) args->data[i] = args->inputs[i].data;
   for (int i = 0; i < KF_MAX_OUTPUTS; ++i) args->data[KF_MAX_INPUTS + i] = args->outputs[i].data;
+  args->data[KF_SCRATCH_SLOT] = args->scratch.data;
 }
 
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,

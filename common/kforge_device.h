@@ -16,6 +16,8 @@
 #define KF_MAX_OUTPUTS 4
 #define KF_MAX_INT_ARGS 16
 #define KF_MAX_FLOAT_ARGS 8
+// KfArgs::data's slot of the scratch's pointer, after the inputs' and the outputs'.
+#define KF_SCRATCH_SLOT (KF_MAX_INPUTS + KF_MAX_OUTPUTS)
 
 // Element types, in the numbering of kforge.v1.DType.
 #define KF_FLOAT32 1
@@ -56,17 +58,18 @@ typedef struct KfArgs {
   // call from others with one compare.
   unsigned long long shape_key;
   // Set by the launcher: the inputs' data pointers, then the outputs' (data[KF_MAX_INPUTS + i]),
-  // the same as inputs[i].data and outputs[i].data. Beside the key, so that a fast path finds
+  // then the scratch's (data[KF_SCRATCH_SLOT]), the same as inputs[i].data, outputs[i].data and
+  // scratch.data. Beside the key, so that a fast path finds
   // all it reads in one or two constant-cache lines instead of one line per tensor across the
   // block's 2 KB: ResNet-50 b1's batch norms ran 2-3% faster (launch-bound, a few µs).
-  void* data[KF_MAX_INPUTS + KF_MAX_OUTPUTS];
+  void* data[KF_SCRATCH_SLOT + 1];
 } KfArgs;
 
 // The parameter of a captured entry (docs/launch-plan.md: a launch's captured_entry): the
-// launcher passes KfArgs::data alone, 96 bytes instead of KfArgs' 2,288, when a call is the
+// launcher passes KfArgs::data alone, 104 bytes instead of KfArgs' 2,296, when a call is the
 // one the kernel was specialized for, whose shapes the kernel then holds as constants.
 typedef struct KfCapturedArgs {
-  void* data[KF_MAX_INPUTS + KF_MAX_OUTPUTS];
+  void* data[KF_SCRATCH_SLOT + 1];
 } KfCapturedArgs;
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)

@@ -1,4 +1,4 @@
-// BundleManifest: manifest.json of a kforge bundle (format "kforge-bundle/4", described in
+// BundleManifest: manifest.json of a kforge bundle (format "kforge-bundle/5", described in
 // docs/guarded-dispatch.md) — what each exported kernel computes, the guards under which it
 // was proven, how to launch it and the checksums of its files. One implementation, used by the
 // exporter (write) and the runtime library (read and verify). No torch, no protobuf.
@@ -19,11 +19,12 @@ namespace kforge {
 
 // What export writes. /2: kernels read KfArgs::shape_key, which a /1 runtime does not set;
 // /3: and KfArgs::data, which a /2 runtime does not set; /4: plans may name captured entries
-// (KfCapturedArgs), which a /3 runtime does not know.
-inline constexpr char kBundleFormat[] = "kforge-bundle/4";
+// (KfCapturedArgs), which a /3 runtime does not know; /5: captured entries may read the
+// scratch (KfCapturedArgs' data[KF_SCRATCH_SLOT]), which a /4 runtime does not pass.
+inline constexpr char kBundleFormat[] = "kforge-bundle/5";
 // What the runtime reads besides: older bundles' kernels take a prefix of today's KfArgs.
 inline constexpr const char* kOlderBundleFormats[] = {"kforge-bundle/1", "kforge-bundle/2",
-                                                     "kforge-bundle/3"};
+                                                      "kforge-bundle/3", "kforge-bundle/4"};
 inline constexpr char kBundleManifestFile[] = "manifest.json";
 
 // A file of the bundle: its path relative to the bundle directory and its sha256.

@@ -165,15 +165,16 @@ TEST(BundleManifestTest, RefusesWhatTheRuntimeCannotUseNamingTheField) {
 
   EXPECT_THAT(ParseManifest("[1]", "m.json").status().message(), HasSubstr("not a JSON object"));
   std::string text = ManifestToJson(SampleManifest());
-  text.replace(text.find("kforge-bundle/4"), 15, "kforge-bundle/9");
+  text.replace(text.find("kforge-bundle/5"), 15, "kforge-bundle/9");
   EXPECT_THAT(ParseManifest(text, "m.json").status().message(),
-              HasSubstr("format 'kforge-bundle/9' is not kforge-bundle/4; this runtime reads "
-                        "kforge-bundle/1, kforge-bundle/2, kforge-bundle/3, kforge-bundle/4 "
-                        "bundles only"));
+              HasSubstr("format 'kforge-bundle/9' is not kforge-bundle/5; this runtime reads "
+                        "kforge-bundle/1, kforge-bundle/2, kforge-bundle/3, kforge-bundle/4, "
+                        "kforge-bundle/5 bundles only"));
   // Bundles of older formats still load: their kernels read a prefix of today's KfArgs.
-  for (const char* older : {"kforge-bundle/1", "kforge-bundle/2", "kforge-bundle/3"}) {
+  for (const char* older :
+       {"kforge-bundle/1", "kforge-bundle/2", "kforge-bundle/3", "kforge-bundle/4"}) {
     text = ManifestToJson(SampleManifest());
-    text.replace(text.find("kforge-bundle/4"), 15, older);
+    text.replace(text.find("kforge-bundle/5"), 15, older);
     EXPECT_TRUE(ParseManifest(text, "m.json").ok()) << older;
   }
   text = ManifestToJson(SampleManifest());

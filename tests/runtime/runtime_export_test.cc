@@ -62,7 +62,7 @@ TEST(RuntimeExportTest, TheManifestValidatesAndDescribesTheWinner) {
   absl::StatusOr<LoadedBundleManifest> loaded = ReadBundleManifest(kBundle);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const BundleManifest& m = loaded->manifest;
-  EXPECT_EQ(m.format, "kforge-bundle/4");
+  EXPECT_EQ(m.format, "kforge-bundle/5");
   ASSERT_EQ(m.kernels.size(), 1u);
   const BundleKernel& k = m.kernels[0];
   EXPECT_EQ(k.op, "aten::softmax");

@@ -403,7 +403,9 @@ TEST_F(SynthCompileTest, StreamSplitsCompileAsThreeLaunches) {
 
 // A row split whose blocks take its chunks in ticket order (split_mode=ordered): a clearing
 // launch, then one launch that is not cooperative and starts in the clear's tail; the chunks'
-// first reads marked evict_last, their re-reads and the output's stores evict_first.
+// first reads marked evict_last, their re-reads and the output's stores evict_first. The item
+// launch has an entry for the captured call, its geometry constants, whose KfArgs stays out of
+// local memory.
 TEST_F(SynthCompileTest, OrderedSplitsCompileAsClearAndOneLaunch) {
   ASSERT_NE(compiler_, nullptr);
   const std::pair<const char*, const char*> cases[] = {
@@ -434,8 +436,15 @@ TEST_F(SynthCompileTest, OrderedSplitsCompileAsClearAndOneLaunch) {
     ASSERT_EQ(plan->launches().size(), 2u) << name;
     EXPECT_EQ(plan->launches()[0].entry, "kf_rows_clear");
     EXPECT_EQ(plan->launches()[1].entry, "kf_rows_ordered");
+    EXPECT_EQ(plan->launches()[1].captured_entry, "kf_rows_ordered_captured");
     EXPECT_FALSE(plan->launches()[1].cooperative) << name;
     EXPECT_TRUE(plan->launches()[1].early_start) << name;
+    std::map<std::string, int> local_bytes;
+    for (const v1::KernelResources& k : result.kernels()) {
+      local_bytes[k.entry_point()] = k.local_bytes();
+    }
+    ASSERT_TRUE(local_bytes.contains("kf_rows_ordered_captured")) << name;
+    EXPECT_LT(local_bytes["kf_rows_ordered_captured"], static_cast<int>(sizeof(KfArgs))) << name;
   }
 }
 

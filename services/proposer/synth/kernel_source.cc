@@ -292,7 +292,9 @@ std::string CapturedArgsSource(const KfArgs& call) {
       kCapturedShapeBegin,
       "\n__device__ __forceinline__ void kf_captured_args(KfArgs& args, const KfCapturedArgs& "
       "captured) {\n",
-      body, "  args.scratch = KfTensor{nullptr, 0ll, {}, {}, 0, 0};\n  args.num_inputs = ",
+      body,
+      "  args.scratch = KfTensor{captured.data[KF_SCRATCH_SLOT], 0ll, {}, {}, 0, 0};\n"
+      "  args.data[KF_SCRATCH_SLOT] = captured.data[KF_SCRATCH_SLOT];\n  args.num_inputs = ",
       call.num_inputs, ";\n  args.num_outputs = ", call.num_outputs,
       ";\n  args.num_int_args = 0;\n  args.num_float_args = 0;\n  args.shape_key = ",
       absl::StrFormat("0x%016xull", call.shape_key), ";\n}\n", kCapturedShapeEnd, "\n");

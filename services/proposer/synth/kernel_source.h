@@ -43,12 +43,12 @@ inline constexpr char kCapturedShapeEnd[] = "// captured shape: end";
 
 // Device code, between the captured-shape marks: kf_captured_args(KfArgs& args, const
 // KfCapturedArgs& captured) fills `args` as the launcher would for the captured call `call`
-// (CapturedCallArgs): the pointers from `captured`, the counts, sizes, strides, dtypes and shape
-// key as constants. An engine written against KfArgs, inlined into a captured entry on such a
-// local KfArgs, then folds its geometry and offsets at compile time, provided it indexes the
-// struct by constants only (else the whole struct goes to local memory). Scalars are in no
-// shape key, so int_args and float_args are left unset: only engines that never read them may
-// use it.
+// (CapturedCallArgs): the pointers from `captured` (the scratch's too, its size unset), the
+// counts, sizes, strides, dtypes and shape key as constants. An engine written against KfArgs,
+// inlined into a captured entry on such a local KfArgs, then folds its geometry and offsets at
+// compile time, provided it indexes the struct by constants only (else the whole struct goes
+// to local memory). Scalars are in no shape key, so int_args and float_args are left unset:
+// only engines that never read them may use it.
 std::string CapturedArgsSource(const KfArgs& call);
 
 // kf_const_div<I, D>(e), e / D for a divisor known when the kernel is generated (a shift or a

@@ -254,6 +254,10 @@ __device__ __forceinline__ KfStat kf_shfl_xor(const KfStat& s, int mask) {
 
 // Folds the KF_RT threads of a row together. Every lane merges in lane order, so all
 // lanes end with the same bits (the row's output never depends on which lane computes it).
+// The warps' results are folded the same way, as a butterfly over each warp's first KF_WARPS
+// lanes (repeated across the warp), not one after another: log2(KF_WARPS) dependent merges
+// where there were KF_WARPS - 1 (H100, an ordered split's VAE group norm of 512-thread blocks
+// 249 -> 225 us; docs/benchmarks/2026-12-06-session42.md).
 template <int P>
 __device__ __forceinline__ KfStat kf_reduce_row(KfStat s, int lane, int rib,
                                                 KfStat (*red)[KF_WARPS]) {
@@ -265,9 +269,13 @@ __device__ __forceinline__ KfStat kf_reduce_row(KfStat s, int lane, int rib,
 #if KF_RT > 32
   if ((lane & 31) == 0) red[rib][lane / 32] = s;
   __syncthreads();
-  s = red[rib][0];
+  const int warp_lane = lane & 31;
+  s = red[rib][warp_lane % KF_WARPS];
 #pragma unroll
-  for (int w = 1; w < KF_WARPS; ++w) s = kf_merge<P>(s, red[rib][w]);
+  for (int m = 1; m < KF_WARPS; m <<= 1) {
+    const KfStat o = kf_shfl_xor(s, m);
+    s = (warp_lane & m) ? kf_merge<P>(o, s) : kf_merge<P>(s, o);
+  }
   __syncthreads();
 #endif
   return s;
@@ -875,13 +883,12 @@ __device__ __forceinline__ void kf_sync_read(const KfArgs& args, const KfItem& i
   if (threadIdx.x == 0) atomicAdd(arrivals + it.rb, 1u);
 }
 
-// Waits for the item's row block to be complete, merges the row's partials (fixed order: every
-// block of the row gets the same bits) and writes the chunk.
-template <int V>
-__device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& it, kf_i64 cols,
-                                              int lane, int rib, KfStat (*red)[KF_WARPS],
-                                              const TI* sbuf, const KfStat* partials,
-                                              const unsigned* arrivals) {
+// Waits for the item's row block to be complete and merges the row's partials (fixed order:
+// every block of the row gets the same bits) into its statistics.
+__device__ __forceinline__ KfStat kf_row_block_stat(const KfItem& it, int lane, int rib,
+                                                    KfStat (*red)[KF_WARPS],
+                                                    const KfStat* partials,
+                                                    const unsigned* arrivals) {
   if (threadIdx.x == 0) {
     // Bounded: a row block's reads take microseconds to milliseconds, so a wait of seconds
     // (4M polls, each an L2 round trip and a sleep) is a deadlock, which traps the launch (a
@@ -892,15 +899,24 @@ __device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& 
     }
   }
   __syncthreads();
-  KfRowCtx ctx;
-  kf_init_ctx(ctx, args, it.row, cols);
   KfStat s = kf_identity<0>();
   if (it.valid) {
     for (int q = lane; q < KF_SPLIT; q += KF_RT) {
       s = kf_merge<0>(s, kf_load_partial(partials + it.row * KF_SPLIT + q));
     }
   }
-  s = kf_reduce_row<0>(s, lane, rib, red);
+  return kf_reduce_row<0>(s, lane, rib, red);
+}
+
+// Waits for the item's row block (kf_row_block_stat) and writes the chunk.
+template <int V>
+__device__ __forceinline__ void kf_sync_write(const KfArgs& args, const KfItem& it, kf_i64 cols,
+                                              int lane, int rib, KfStat (*red)[KF_WARPS],
+                                              const TI* sbuf, const KfStat* partials,
+                                              const unsigned* arrivals) {
+  const KfStat s = kf_row_block_stat(it, lane, rib, red, partials, arrivals);
+  KfRowCtx ctx;
+  kf_init_ctx(ctx, args, it.row, cols);
   kf_finish<0>(s, ctx);
 #if KF_PER_ROW
   if (it.valid && lane == 0 && it.part == 0) kf_write_row(s, ctx, args);
@@ -995,6 +1011,59 @@ constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
 // mode: 92-96 us at a lag of 8-16 MB, 103-104 at 32-64 MB, the stream split 106.6;
 // docs/benchmarks/2026-12-04-h200-ordered-split.md.)
 constexpr char kOrderedEntry[] = R"(
+#if !KF_PER_ROW
+// The vectors loaded before the wait: the first step's, but one of unroll 4's, where two
+// already spilled under the resident blocks' registers (ptxas, sm_90, 256 threads: 16 B).
+#define KF_ORDERED_FIRST (KF_UNROLL > 2 ? 1 : KF_UNROLL)
+
+// An ordered split's write: the thread's first KF_ORDERED_FIRST vectors of the chunk are
+// loaded before the wait for its row block (no launch of the split writes the input), so the
+// wait, the merge of the row's partials and the block's reduction overlap their latency, where
+// a sync split's write issues its first load after all three; the rest of the chunk as there.
+template <int V>
+__device__ __forceinline__ void kf_ordered_write(const KfArgs& args, const KfItem& it,
+                                                 kf_i64 cols, int lane, int rib,
+                                                 KfStat (*red)[KF_WARPS], const KfStat* partials,
+                                                 const unsigned* arrivals) {
+  const TI* xr = reinterpret_cast<const TI*>(args.inputs[0].data) +
+                 (it.valid ? kf_in_row(args, it.row, cols) : 0);
+  TO* yr =
+      reinterpret_cast<TO*>(args.outputs[0].data) + (it.valid ? kf_out_row(args, it.row, cols) : 0);
+  const unsigned long long evict_first = kf_l2_policy(false);
+  const kf_i64 first_end = min(it.c1, it.c0 + (kf_i64)KF_ORDERED_FIRST * KF_RT * V);
+  KfVals<V> first[KF_ORDERED_FIRST];
+#pragma unroll
+  for (int u = 0; u < KF_ORDERED_FIRST; ++u) {
+    const kf_i64 c = it.c0 + ((kf_i64)u * KF_RT + lane) * V;
+    if (c < first_end) kf_to_floats(kf_load_l2<TI, V>(xr + c, evict_first), first[u].v);
+  }
+  const KfStat s = kf_row_block_stat(it, lane, rib, red, partials, arrivals);
+  KfRowCtx ctx;
+  kf_init_ctx(ctx, args, it.row, cols);
+  kf_finish<0>(s, ctx);
+#pragma unroll
+  for (int u = 0; u < KF_ORDERED_FIRST; ++u) {
+    const kf_i64 c = it.c0 + ((kf_i64)u * KF_RT + lane) * V;
+    if (c < first_end) {
+      KfOutParams<V> p;
+      kf_out_params<V>(c, ctx, p);
+      float o[V];
+      kf_out_vec<V>(first[u].v, c, p, ctx, o);
+      KfVec<TO, V> packed;
+#pragma unroll
+      for (int i = 0; i < V; ++i) packed.v[i] = kf_from_float<TO>(o[i]);
+      kf_store_l2<TO, V>(yr + c, packed, evict_first);
+    }
+  }
+  auto read = [&](kf_i64 c, int, float (&v)[V]) {
+    kf_to_floats(kf_load_l2<TI, V>(xr + c, evict_first), v);
+  };
+  auto params = [&](kf_i64 c, int, KfOutParams<V>& q) { kf_out_params<V>(c, ctx, q); };
+  kf_write_chunk<V>(args, it.row, it.valid, cols, first_end, it.c1, lane, false, read, params,
+                    ctx);
+}
+#endif
+
 template <int V>
 __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 rows,
                                                      kf_i64 cols) {
@@ -1019,7 +1088,11 @@ __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 
     const KfItem it =
         kf_item(item.row_block * KF_SPLIT + item.part, rows, cols, chunk, rib);
     if (item.write) {
+#if KF_PER_ROW
       kf_sync_write<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
+#else
+      kf_ordered_write<V>(args, it, cols, lane, rib, red, partials, arrivals);
+#endif
     } else {
       kf_sync_read<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
     }
@@ -1036,6 +1109,22 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_or
   kf_i64 rows, cols;
   kf_geometry(args, rows, cols);
   kf_rows_ordered_body<KF_VEC>(args, rows, cols);
+}
+)";
+
+// The ordered launch's captured entry (after kf_captured_args): its geometry, the ticket
+// schedule's lag and every item's rows and columns fold at compile time, where the generic
+// entry works them out in 64-bit arithmetic at run time (ptxas, sm_90, VAE group norm
+// 1x128x512x512 fp32, 512 threads, unroll 4: 72 registers where the generic entry takes 126).
+constexpr char kOrderedCapturedEntry[] = R"(
+extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS)
+    kf_rows_ordered_captured(KfCapturedArgs args) {
+  kf_wait_previous();
+  KfArgs call;
+  kf_captured_args(call, args);
+  kf_i64 rows, cols;
+  kf_geometry(call, rows, cols);
+  kf_rows_ordered_body<KF_VEC>(call, rows, cols);
 }
 )";
 
@@ -1592,7 +1681,7 @@ template <int P> __device__ __forceinline__ KfStat kf_merge(const KfStat& a, con
   const float n = a.n + b.n;
   if (n == 0.f) return a;
   const float d = b.mean - a.mean;
-  const float fb = b.n / n;
+  const float fb = __fdividef(b.n, n);  // the IEEE division was most of a merge's latency
   return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
 }
 template <int P> __device__ __forceinline__ void kf_finish(const KfStat& s, KfRowCtx& ctx) {
@@ -2521,9 +2610,10 @@ class RowKernelGenerator : public KernelGenerator {
     if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
     if (cache == "smem_f32" && ExpOnce(c)) src = Rewritten(std::move(src), kSmemExpOnceAccesses);
-    const bool captured_entry = HasCapturedEntry(c);
+    const bool captured_entry = HasCapturedEntry(c) || HasOrderedCapturedEntry(c);
     if (captured_entry) {
-      absl::StrAppend(&src, CapturedArgsSource(p_.captured_call), kCapturedSingleEntry);
+      absl::StrAppend(&src, CapturedArgsSource(p_.captured_call),
+                      ordered ? kOrderedCapturedEntry : kCapturedSingleEntry);
     }
 
     PlanSpec plan;
@@ -2579,6 +2669,7 @@ class RowKernelGenerator : public KernelGenerator {
                         "0",
                         {}};
       launch.early_start = true;
+      if (captured_entry) launch.captured_entry = "kf_rows_ordered_captured";
       plan.launches.push_back(launch);
     } else if (stream) {
       // The partials (KfStat, at most 16 bytes), then each row's two floats 16-byte aligned.
@@ -2723,6 +2814,11 @@ class RowKernelGenerator : public KernelGenerator {
     const bool one_launch = c.GetInt("split") == 1 || c.Get("split_mode") == "cluster";
     return one_launch && !Sync(c) && !InTicketOrder(c) && !Stream(c) &&
            p_.captured_call.num_inputs > 0;
+  }
+  // Whether an ordered split's item launch has an entry compiled for the captured call's
+  // geometry (kOrderedCapturedEntry), which its plan launches for that call.
+  bool HasOrderedCapturedEntry(const Config& c) const {
+    return InTicketOrder(c) && p_.captured_call.num_inputs > 0;
   }
 
   // The registers of a captured entry, compiled for the captured row length: its loops have
