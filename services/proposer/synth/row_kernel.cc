@@ -1114,8 +1114,10 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_or
 
 // The ordered launch's captured entry (after kf_captured_args): its geometry, the ticket
 // schedule's lag and every item's rows and columns fold at compile time, where the generic
-// entry works them out in 64-bit arithmetic at run time (ptxas, sm_90, VAE group norm
-// 1x128x512x512 fp32, 512 threads, unroll 4: 72 registers where the generic entry takes 126).
+// entry works them out in 64-bit arithmetic at run time. (ptxas, sm_90, VAE group norm
+// 1x128x512x512 fp32: 512 threads whose item is one step, all of it loaded before the wait,
+// took 72 registers where the generic entry took 126; 107 and 114 as the write loads one
+// vector early; at the 256-thread configs the sweeps found fastest, within 2 of each other.)
 constexpr char kOrderedCapturedEntry[] = R"(
 extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS)
     kf_rows_ordered_captured(KfCapturedArgs args) {
@@ -1952,6 +1954,15 @@ class RowKernelGenerator : public KernelGenerator {
       return "an ordered split interleaves each row block's output pass with later reads: an "
              "op with an output pass";
     }
+    // Every item of an ordered split pays a ticket, the block's barriers, the wait for its row
+    // block and the merge of the row's partials, over one chunk of the block's: blocks of 32-128
+    // threads ran 1.3-1.4x the best 256-thread config on each of the H100's three VAE group
+    // norms, however split or unrolled (sessions 41-42), while the prior put them first, so
+    // the models' searches measured them, marked the mode slow and never tried larger blocks.
+    if (InTicketOrder(c) && block < 256) {
+      return absl::StrCat("an ordered split's items need blocks of at least 256 threads (", block,
+                          " here)");
+    }
     if (Stream(c) && per_row_) {
       return "a stream split writes the output in a launch of its own: an op with an output "
              "pass";
@@ -2426,18 +2437,19 @@ class RowKernelGenerator : public KernelGenerator {
         seeds.push_back(c);
       }
     }
-    // The chunks in ticket order, 64 KB each, two blocks of 512 threads per SM (by hand on the
-    // H200's VAE group norms: 92.3 us where four of 512 with 32 KB items took 94.4, eight of
-    // 256 with 32 KB 96.5).
+    // The chunks in ticket order, 32 KB each, blocks of 256 threads with 4 vectors a thread in
+    // flight: the engine's fastest on the H100's VAE group norms (120.8 us on 1x128x512x512,
+    // 64.5 on 1x256x256x256, as fast as the hand-written ticket kernel; 512-thread blocks
+    // 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md).
     if (!per_row_) {
       Config c = seeds.front();
-      c.SetInt("row_threads", 512);
+      c.SetInt("row_threads", 256);
       c.Set("cache", "none");
       c.Set("split_mode", "ordered");
-      c.Set("unroll", "1");
+      c.Set("unroll", "4");
       int split = 2;
       const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * ElementSize(p_.in_dtype);
-      while (split < 256 && row_bytes / split > (64 << 10)) split *= 2;
+      while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
       seeds.push_back(c);
     }
