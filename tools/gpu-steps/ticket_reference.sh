@@ -43,21 +43,9 @@ done
   echo "| shape | kernel | verdict | µs | % of floor |"
   echo "| --- | --- | --- | ---: | ---: |"
 } >"$TABLE"
+source "$ROOT/tools/gpu-steps/lib/eval_row.sh"
 evaluate() {  # SHAPE LABEL KERNEL PLAN
-  "$KFORGE" eval --target "${target[$1]}" --kernel "$3" --plan "$4" --json --fresh >result.json 2>eval.err
-  python3 - "$1" "$2" >>"$TABLE" <<'EOF'
-import json, sys
-shape, label = sys.argv[1:3]
-try:
-    r = json.load(open("result.json"))
-except Exception:
-    print(f"| {shape} | {label} | no result: {open('eval.err').read()[-200:].strip()!r} | | |")
-    sys.exit()
-us = 1e6 * r.get("candidate", {}).get("median_s", 0)
-floor = 1e6 * r.get("floor_s", 0)
-pct = f"{100 * floor / us:.0f}%" if us > 0 and floor > 0 else ""
-print(f"| {shape} | {label} | {r.get('verdict')} | {us:.1f} | {pct} |")
-EOF
+  eval_row "$KFORGE" "${target[$1]}" "$1" "$2" "$3" "$4" >>"$TABLE"
 }
 
 # The hand-written kernel's fastest variants of 2026-12-04 per shape.

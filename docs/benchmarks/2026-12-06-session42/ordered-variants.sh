@@ -19,21 +19,9 @@ for shape in 128x512 256x256 256x512; do
     python3 -c "import json,sys; t=json.load(open('$d/target.json')); sys.exit(not (len(t['nodes']) == 1 and t['nodes'][0]['op'] == 'aten::group_norm'))" && target[$shape]=$d
   done
 done
+source "$ROOT/tools/gpu-steps/lib/eval_row.sh"
 ev() {  # SHAPE LABEL KERNEL PLAN
-  "$KFORGE" eval --target "${target[$1]}" --kernel "$3" --plan "$4" --json --fresh >r.json 2>e.err
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-shape, label = sys.argv[1:3]
-try:
-    r = json.load(open("r.json"))
-except Exception:
-    print(f"| {shape} | {label} | no result: {open('e.err').read()[-200:].strip()!r} | | |")
-    sys.exit()
-us = 1e6 * r.get("candidate", {}).get("median_s", 0)
-floor = 1e6 * r.get("floor_s", 0)
-pct = f"{100 * floor / us:.0f}%" if us > 0 and floor > 0 else ""
-print(f"| {shape} | {label} | {r.get('verdict')} | {us:.1f} | {pct} |")
-PY
+  eval_row "$KFORGE" "${target[$1]}" "$1" "$2" "$3" "$4"
 }
 echo "| shape | kernel | verdict | µs | % of floor |"
 echo "| --- | --- | --- | ---: | ---: |"
@@ -41,9 +29,7 @@ bash gen.sh hand128 "VPT=8 LAG=4 KEEP=1 PREFETCH=1" 512 2
 bash gen.sh hand256 "ROWLEN=524288 HW=65536 CPG=8 VPT=4 LAG=8 KEEP=1" 512 4
 ev 128x512 "by hand: 512 threads x 2, 64 KB items, lag 4 rows" hand128.cu hand128.json
 ev 256x256 "by hand: 512 threads x 4, 32 KB items, lag 8 rows" hand256.cu hand256.json
-for rep in 1; do
-  for f in "$EXP"/*.cu; do
-    b=$(basename "$f" .cu)
-    ev "${b%%-*}" "${b#*-}" "$f" "$EXP/$b.json"
-  done
+for f in "$EXP"/*.cu; do
+  b=$(basename "$f" .cu)
+  ev "${b%%-*}" "${b#*-}" "$f" "$EXP/$b.json"
 done

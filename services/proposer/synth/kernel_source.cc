@@ -171,7 +171,8 @@ __device__ __forceinline__ void kf_wait_previous() {
 )";
 
 // kf_l2_policy(keep) (an L2 evict_last or evict_first policy), kf_load_l2 and kf_store_l2 (one
-// vector under it). Plain accesses before sm_80, which has no cache hints.
+// vector under it), kf_store_floats_l2 (V floats stored as one vector of T under it). Plain
+// accesses before sm_80, which has no cache hints.
 const char kL2CacheHints[] = R"(
 __device__ __forceinline__ unsigned long long kf_l2_policy(bool keep) {
   unsigned long long policy = 0;
@@ -249,6 +250,15 @@ __device__ __forceinline__ void kf_store_l2(T* p, const KfVec<T, V>& v,
 #else
   *reinterpret_cast<KfVec<T, V>*>(p) = v;
 #endif
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void kf_store_floats_l2(T* p, const float (&in)[V],
+                                                   unsigned long long policy) {
+  KfVec<T, V> v;
+#pragma unroll
+  for (int i = 0; i < V; ++i) v.v[i] = kf_from_float<T>(in[i]);
+  kf_store_l2<T, V>(p, v, policy);
 }
 )";
 

@@ -719,10 +719,7 @@ __device__ __forceinline__ void kf_apply_span(const KfArgs& args, kf_i64 row, kf
     if (exact || c < cols) {
       float o[KF_VEC];
       kf_out_vec<KF_VEC>(l[u].v, c, l[u].p, ctx, o);
-      KfVec<TO, KF_VEC> packed;
-#pragma unroll
-      for (int i = 0; i < KF_VEC; ++i) packed.v[i] = kf_from_float<TO>(o[i]);
-      kf_store_l2<TO, KF_VEC>(yr + c, packed, evict_first);
+      kf_store_floats_l2<TO, KF_VEC>(yr + c, o, evict_first);
     }
   }
 }
@@ -1011,7 +1008,6 @@ constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
 // mode: 92-96 us at a lag of 8-16 MB, 103-104 at 32-64 MB, the stream split 106.6;
 // docs/benchmarks/2026-12-04-h200-ordered-split.md.)
 constexpr char kOrderedEntry[] = R"(
-#if !KF_PER_ROW
 // The vectors loaded before the wait: the first step's, but one of unroll 4's, where two
 // already spilled under the resident blocks' registers (ptxas, sm_90, 256 threads: 16 B).
 #define KF_ORDERED_FIRST (KF_UNROLL > 2 ? 1 : KF_UNROLL)
@@ -1049,10 +1045,7 @@ __device__ __forceinline__ void kf_ordered_write(const KfArgs& args, const KfIte
       kf_out_params<V>(c, ctx, p);
       float o[V];
       kf_out_vec<V>(first[u].v, c, p, ctx, o);
-      KfVec<TO, V> packed;
-#pragma unroll
-      for (int i = 0; i < V; ++i) packed.v[i] = kf_from_float<TO>(o[i]);
-      kf_store_l2<TO, V>(yr + c, packed, evict_first);
+      kf_store_floats_l2<TO, V>(yr + c, o, evict_first);
     }
   }
   auto read = [&](kf_i64 c, int, float (&v)[V]) {
@@ -1062,7 +1055,6 @@ __device__ __forceinline__ void kf_ordered_write(const KfArgs& args, const KfIte
   kf_write_chunk<V>(args, it.row, it.valid, cols, first_end, it.c1, lane, false, read, params,
                     ctx);
 }
-#endif
 
 template <int V>
 __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 rows,
@@ -1088,11 +1080,7 @@ __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 
     const KfItem it =
         kf_item(item.row_block * KF_SPLIT + item.part, rows, cols, chunk, rib);
     if (item.write) {
-#if KF_PER_ROW
-      kf_sync_write<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
-#else
       kf_ordered_write<V>(args, it, cols, lane, rib, red, partials, arrivals);
-#endif
     } else {
       kf_sync_read<V>(args, it, cols, lane, rib, red, nullptr, partials, arrivals);
     }
