@@ -46,5 +46,20 @@ TEST(AnchorRows, AChainRowReadsItsInputAgainByName) {
   EXPECT_EQ(mul_self, "in0");
 }
 
+// The VAE decoder's group norm as captured: one chain target into the SiLU, whose input is
+// the norm's output.
+TEST(AnchorRows, TheVaeGroupNormChainsIntoItsSilu) {
+  auto rows = SelectRows("gn-vae-128x512-fp32,gn-silu-vae-128x512-fp32", "t-");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].target.nodes_size(), 1);
+  const v1::Target& t = (*rows)[1].target;
+  ASSERT_EQ(t.nodes_size(), 2);
+  EXPECT_EQ(t.nodes(1).op(), "aten::silu");
+  ASSERT_EQ(t.nodes(1).args_size(), 1);
+  EXPECT_EQ(t.nodes(1).args(0).tensor(), t.nodes(0).outputs(0));
+  EXPECT_EQ(t.inputs_size(), (*rows)[0].target.inputs_size());
+}
+
 }  // namespace
 }  // namespace kforge::bench

@@ -413,10 +413,10 @@ TEST_F(SynthCompileTest, OrderedSplitsCompileAsClearAndOneLaunch) {
        "row_threads=512;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
        "split_mode=ordered;unroll=1;grid=oneshot"},
       {"softmax_last",
-       "row_threads=32;rows_per_block=8;vec=4;algo=online;cache=none;reg_cache=8;split=2;"
+       "row_threads=256;rows_per_block=1;vec=1;algo=online;cache=none;reg_cache=8;split=2;"
        "split_mode=ordered;unroll=2;fast_math=0;grid=oneshot"},
       {"layer_norm_affine",
-       "row_threads=64;rows_per_block=4;vec=4;algo=welford;cache=none;reg_cache=8;split=2;"
+       "row_threads=256;rows_per_block=1;vec=1;algo=welford;cache=none;reg_cache=8;split=2;"
        "split_mode=ordered;unroll=4;grid=oneshot"},
   };
   for (const auto& [name, config] : cases) {

@@ -6,12 +6,13 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/launch_plan.h"
 #include "common/shape_key.h"
 #include "common/tensor_signature.h"
@@ -1877,6 +1878,10 @@ TEST(NormPriorTest, OrderedSplitPriorRanksBlockShapesAsMeasured) {
       "row_threads=16;rows_per_block=2;vec=4;algo=welford;cache=none;reg_cache=8;split=128;"
       "split_mode=ordered;unroll=1;grid=oneshot");
   EXPECT_THAT(g->Check(small), HasSubstr("blocks of at least 256 threads (32 here)"));
+  const Config grouped = *g->Space().Parse(
+      "row_threads=64;rows_per_block=4;vec=4;algo=welford;cache=none;reg_cache=8;split=128;"
+      "split_mode=ordered;unroll=4;grid=oneshot");
+  EXPECT_THAT(g->Check(grouped), HasSubstr("rows_per_block 1"));
   // Its seed is the engine's fastest measured shape (session 42): 256 threads, 4 vectors in
   // flight, 32 KB chunks of the 4 MB rows.
   bool seeded = false;
@@ -1885,6 +1890,83 @@ TEST(NormPriorTest, OrderedSplitPriorRanksBlockShapesAsMeasured) {
               seed.GetInt("unroll") == 4 && seed.GetInt("split") == 128 && g->Check(seed).empty();
   }
   EXPECT_TRUE(seeded);
+}
+
+// A root expansion's first pick covers the strategies the prior rates near its best before
+// trusting its ranking across them (the calibration learns a split mode's error only from a
+// measured config of that mode), each by its seed where it has one. Simulated as the tree does it:
+// each root expansion's first candidate runs (at its prior, or half again for the stream split, as
+// the H100 measured the VAE's) and joins the history and the root's children.
+TEST(SynthesizerTest, RootsMeasureEachStrategyThePriorRatesNearItsBest) {
+  const v1::Target target = Resized("group_norm_affine", v1::FLOAT32, {1, 128, 512, 512});
+  auto g = Bind(target);
+  ASSERT_NE(g, nullptr);
+  Synthesizer synth;
+  v1::ProposeRequest request = Request(target, 4, 11);
+  std::vector<std::string> modes;
+  std::optional<Config> ordered;
+  for (int expansion = 0; expansion < 6; ++expansion) {
+    request.set_seed(11 + expansion);
+    auto response = synth.Propose(request);
+    ASSERT_TRUE(response.ok() && response->candidates_size() > 0);
+    const v1::Candidate& first = response->candidates(0);
+    const Config c = *g->Space().FromMap(Params(first));
+    modes.push_back(c.Get("split_mode"));
+    if (c.Get("split_mode") == "ordered" && !ordered.has_value()) ordered = c;
+    const double slow = c.Get("split_mode") == "stream" ? 1.5 : 1.0;
+    v1::EvaluatedCandidate run = Evaluated(first, v1::PASS, "");
+    run.mutable_evaluation()->mutable_candidate()->set_median_s(g->EstimateSeconds(c) * slow);
+    *request.add_history() = run;
+    *request.add_siblings() = run;
+  }
+  // The prior's best first (a stream split), then the ordered and scratch splits it rates
+  // within 12% of it, each measured once before any mode's second root.
+  EXPECT_EQ(modes[0], "stream");
+  const std::set<std::string> first_three(modes.begin(), modes.begin() + 3);
+  EXPECT_EQ(first_three, (std::set<std::string>{"stream", "ordered", "scratch"}))
+      << absl::StrJoin(modes, ", ");
+  // A strategy's first measurement is its seed, the shape measured best for it: for the
+  // ordered split 256 threads, unroll 4 and 32 KB chunks (split 128 of the 4 MB rows).
+  ASSERT_TRUE(ordered.has_value());
+  bool is_seed = false;
+  for (const Config& seed : g->Seeds()) is_seed |= g->Canonicalize(seed) == *ordered;
+  EXPECT_TRUE(is_seed) << ordered->ToString();
+  EXPECT_EQ(ordered->GetInt("split"), 128);
+}
+
+// A norm whose chain takes exps or divisions (a group norm's SiLU) has the fast-math choice a
+// softmax has: its config sets the preamble's approximate forms.
+TEST(SynthesizerTest, AChainsExpsAndDivisionsMayBeFast) {
+  const auto samples = SampleTargets(v1::FLOAT32);
+  auto silu = Bind(Sample(samples, "group_norm_silu_chain").target);
+  auto plain = Bind(Sample(samples, "group_norm_affine").target);
+  ASSERT_NE(silu, nullptr);
+  ASSERT_NE(plain, nullptr);
+  auto has_fast_math = [](const KernelGenerator& g) {
+    for (const ParamDef& def : g.Space().params()) {
+      if (def.name == "fast_math") return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has_fast_math(*silu));
+  EXPECT_FALSE(has_fast_math(*plain));
+  // The VAE's 4 MB rows in ticket order.
+  auto vae = Bind(Resized("group_norm_silu_chain", v1::FLOAT32, {1, 128, 512, 512}));
+  ASSERT_NE(vae, nullptr);
+  Config c = *vae->Space().Parse(
+      "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=128;"
+      "split_mode=ordered;unroll=4;fast_math=0;grid=oneshot");
+  ASSERT_EQ(vae->Check(c), "");
+  const double accurate = vae->EstimateSeconds(c);
+  auto exact = vae->Generate(c);
+  c.Set("fast_math", "1");
+  auto fast = vae->Generate(c);
+  ASSERT_TRUE(exact.ok() && fast.ok());
+  EXPECT_THAT(exact->source, HasSubstr("#define KF_EXP(x) expf(x)"));
+  EXPECT_THAT(fast->source, HasSubstr("#define KF_EXP(x) kf_fast_exp(x)"));
+  EXPECT_THAT(fast->source, HasSubstr("KF_DIV(a, 1.f + KF_EXP(-a))"));
+  // Memory-bound here, the prior rates the two alike: the search measures both.
+  EXPECT_LE(vae->EstimateSeconds(c), accurate);
 }
 
 // `config`'s kernel for `target` and its launch plan resolved for the target's shapes on 132
@@ -1959,22 +2041,22 @@ TEST(SynthesizerTest, OrderedSplitPlansAClearThenResidentBlocksTakingTickets) {
   auto generator = Bind(target);  // 8x256x32x32, 32 groups: 256 rows of 8192
   ASSERT_NE(generator, nullptr);
   Config c = *generator->Space().Parse(
-      "row_threads=128;rows_per_block=2;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
+      "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
       "split_mode=ordered;unroll=1;grid=oneshot");
   std::optional<PlannedKernel> planned = PlanFor(*generator, target, c);
   ASSERT_TRUE(planned.has_value());
   const ResolvedPlan* resolved = &planned->plan;
   ASSERT_EQ(resolved->launches.size(), 2u);
   EXPECT_EQ(resolved->launches[0].entry, "kf_rows_clear");
-  EXPECT_EQ(resolved->launches[0].grid, (Dim3{1, 1, 1}));  // 128 row blocks' counters
+  EXPECT_EQ(resolved->launches[0].grid, (Dim3{1, 1, 1}));  // 256 row blocks' counters
   EXPECT_EQ(resolved->launches[1].entry, "kf_rows_ordered");
   EXPECT_EQ(resolved->launches[1].block, (Dim3{256, 1, 1}));
-  // 132 SMs times the blocks of 256 threads resident on one, under the 1,024 tickets.
+  // 132 SMs times the blocks of 256 threads resident on one, under the 2,048 tickets.
   EXPECT_GE(resolved->launches[1].grid.x, 132);
-  EXPECT_LE(resolved->launches[1].grid.x, 1024);
+  EXPECT_LE(resolved->launches[1].grid.x, 2048);
   EXPECT_FALSE(resolved->launches[1].cooperative);
   EXPECT_TRUE(resolved->launches[1].early_start);
-  EXPECT_EQ(resolved->scratch_bytes, 256 * 4 * 12 + 128 * 4 + 16);  // Welford partials: 12 B
+  EXPECT_EQ(resolved->scratch_bytes, 256 * 4 * 12 + 256 * 4 + 16);  // Welford partials: 12 B
   EXPECT_THAT(planned->kernel.source, HasSubstr(absl::StrCat("#define KF_ORDERED_LAG_BYTES ",
                                                      GpuModel{}.l2_bytes / 4, "ll\n")));
   // Canonical: no row cache (the write re-reads from L2), one-pass statistics.

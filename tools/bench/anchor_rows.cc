@@ -272,19 +272,25 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
             .Tensor("self", Dense({x.back()}, v1::BFLOAT16), Fill::kWeight)
             .Output(Dense(x, v1::BFLOAT16)));
   }
+  // The decoder's group norms alone (gn-vae-*), and as kforge captures most of them: the chain
+  // into the SiLU after (gn-silu-vae-*), whose exp and division a group norm alone lacks.
   for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 512}, {256, 256}, {256, 512}}) {
     const std::vector<int64_t> x = {1, c, hw, hw};
-    rows.push_back(RowBuilder(id_prefix, absl::StrCat("gn-vae-", c, "x", hw, "-fp32"),
-                              absl::StrCat("group_norm G=32, 1×", c, "×", hw, "×", hw,
-                                           " fp32 (SD VAE decoder)"),
-                              "aten::group_norm", "")
-                       .Tensor("input", Dense(x, v1::FLOAT32), Fill::kNormal)
-                       .Scalar("num_groups", Int(32))
-                       .Tensor("weight", Dense({c}, v1::FLOAT32), Fill::kWeight)
-                       .Tensor("bias", Dense({c}, v1::FLOAT32), Fill::kBias)
-                       .Scalar("eps", Float(1e-6))
-                       .Scalar("cudnn_enabled", Bool(true))
-                       .Output(Dense(x, v1::FLOAT32)));
+    for (const bool silu : {false, true}) {
+      RowBuilder row(id_prefix,
+                     absl::StrCat(silu ? "gn-silu-vae-" : "gn-vae-", c, "x", hw, "-fp32"),
+                     absl::StrCat("group_norm G=32", silu ? " → silu" : "", ", 1×", c, "×", hw, "×",
+                                  hw, " fp32 (SD VAE decoder)"),
+                     "aten::group_norm", "");
+      row.Tensor("input", Dense(x, v1::FLOAT32), Fill::kNormal)
+          .Scalar("num_groups", Int(32))
+          .Tensor("weight", Dense({c}, v1::FLOAT32), Fill::kWeight)
+          .Tensor("bias", Dense({c}, v1::FLOAT32), Fill::kBias)
+          .Scalar("eps", Float(1e-6))
+          .Scalar("cudnn_enabled", Bool(true));
+      if (silu) row.Then("aten::silu", "", "self");
+      rows.push_back(row.Output(Dense(x, v1::FLOAT32)));
+    }
   }
   // ResNet-50's batch norms in inference: its planes at batch 32 (the largest is DRAM-bound,
   // the smallest barely) and launch-bound calls at batch 1.

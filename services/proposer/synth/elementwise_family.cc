@@ -510,9 +510,7 @@ bool HasTranscendental(UnaryOp op) {
 bool UsesFastMath(const ElementwiseProblem& p) {
   if (p.chain.empty()) return HasTranscendental(p.op);
   for (const PointwiseStage& stage : p.chain) {
-    for (const char* macro : {"KF_EXP", "KF_TANH", "KF_DIV"}) {
-      if (stage.body.find(macro) != std::string::npos) return true;
-    }
+    if (FastMathCalls(stage) > 0) return true;
   }
   return false;
 }

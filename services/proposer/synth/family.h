@@ -38,6 +38,11 @@ class KernelGenerator {
   virtual double MinBytes() const = 0;
   // Hand-picked starting points that join the sampled root pool.
   virtual std::vector<Config> Seeds() const { return {}; }
+  // The parameter whose values are different algorithms (a split row's way of combining its
+  // chunks), the prior's errors shared within a value and not between values: the roots
+  // measure the best config of each value the prior rates near the best before its ranking
+  // across them is trusted. Empty: none.
+  virtual std::string StrategyParam() const { return ""; }
   virtual absl::StatusOr<GeneratedKernel> Generate(const Config& config) const = 0;
 };
 

@@ -293,6 +293,25 @@ int PointwiseChain::MaxVectorElementSize() const {
   return size;
 }
 
+int FastMathCalls(const PointwiseStage& stage) {
+  int calls = 0;
+  for (const char* macro : {"KF_EXP(", "KF_TANH(", "KF_DIV("}) {
+    for (size_t at = stage.body.find(macro); at != std::string::npos;
+         at = stage.body.find(macro, at + 1)) {
+      ++calls;
+    }
+  }
+  return calls;
+}
+
+int PointwiseChain::FastMathCallsPerElement() const {
+  int calls = 0;
+  for (const auto* side : {&prologue_, &epilogue_}) {
+    for (const Part& part : *side) calls += FastMathCalls(part.stage);
+  }
+  return calls;
+}
+
 double PointwiseChain::MathOpsPerElement() const {
   double ops = 0;
   for (const auto* side : {&prologue_, &epilogue_}) {

@@ -36,6 +36,10 @@ struct PointwiseStage {
 absl::StatusOr<PointwiseStage> BindPointwiseStage(const v1::Target& target, int index,
                                                   v1::DType value_dtype);
 
+// Calls to exp, tanh or a division in `stage`'s body (KF_EXP, KF_TANH, KF_DIV), which an
+// engine's fast math (kernel_source.cc's kFast) replaces with approximate instructions.
+int FastMathCalls(const PointwiseStage& stage);
+
 // `__device__ float name(float a, float b)` computing `stage` (its value's type is TO inside,
 // for the bodies that round to it).
 std::string StageFunction(const PointwiseStage& stage, const std::string& name);
@@ -106,6 +110,8 @@ class PointwiseChain {
   int MaxVectorElementSize() const;
   // Arithmetic per element of the stages, for the prior.
   double MathOpsPerElement() const;
+  // FastMathCalls of every stage, per element of the value.
+  int FastMathCallsPerElement() const;
   // Instructions per element of the prologue alone (its math, a load and a conversion per
   // tensor operand), which an engine pays again in each pass that re-reads its input.
   double PrologueOpsPerElement() const;

@@ -1833,7 +1833,7 @@ class RowKernelGenerator : public KernelGenerator {
                       "takes the chunks in ticket order and writes each row block a few row "
                       "blocks after reading it, from L2 (ordered)"});
     params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
-    if (UsesExp(p_.op)) {
+    if (HasFastMathChoice()) {
       params.push_back({"fast_math", {"0", "1"}, "approximate exp, log and division (PTX .ftz)"});
     }
     if (p_.chain.has_repeated_rows()) {
@@ -1872,6 +1872,12 @@ class RowKernelGenerator : public KernelGenerator {
     // The register cache loop is fully unrolled already.
     if (!per_row_ && c.Get("cache") == "regs") c.Set("unroll", "1");
     return c;
+  }
+
+  // Whether fast math is a parameter: the op takes exps (softmax) or a stage of its chain an
+  // exp, a tanh or a division (a group norm's SiLU).
+  bool HasFastMathChoice() const {
+    return UsesExp(p_.op) || p_.chain.FastMathCallsPerElement() > 0;
   }
 
   // Elements per vector: loads of at most 16 bytes. An output of a wider type than the input
@@ -1950,6 +1956,13 @@ class RowKernelGenerator : public KernelGenerator {
     if (InTicketOrder(c) && block < 256) {
       return absl::StrCat("an ordered split's items need blocks of at least 256 threads (", block,
                           " here)");
+    }
+    // A block of several row chunks holds rows_per_block times the bytes between a chunk's read
+    // and its write (the lag counts row blocks) and splits each chunk over fewer threads: 64
+    // threads x 4 rows ran 1.3-1.5x 256 threads x 1 on the H100's VAE group norms (session 43's
+    // searches against session 42's sweep), while the prior rated them alike.
+    if (InTicketOrder(c) && c.GetInt("rows_per_block") > 1) {
+      return "an ordered split's items are one row's chunks: rows_per_block 1";
     }
     if (Stream(c) && per_row_) {
       return "a stream split writes the output in a launch of its own: an op with an output "
@@ -2104,6 +2117,9 @@ class RowKernelGenerator : public KernelGenerator {
     // element (CacheHooks).
     const double exps = p_.op != RowOp::kSoftmax ? 1.2 : ExpOnce(c) ? 1 : 2;
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
+    // The chain's exps, tanhs and divisions: ~20 instructions accurate, 3 fast (an exp's
+    // ex2.approx and its scale; a division's div.approx), once an element.
+    per_elem_ops += (fast ? 3 : 20) * p_.chain.FastMathCallsPerElement();
     // The chain's prologue runs again in each pass over the row, but where the cache holds
     // its results.
     per_elem_ops += p_.chain.PrologueOpsPerElement() * (after_prologue ? 1 : data_passes);
@@ -2340,6 +2356,8 @@ class RowKernelGenerator : public KernelGenerator {
     return clear;
   }
 
+  std::string StrategyParam() const override { return "split_mode"; }
+
   std::vector<Config> Seeds() const override {
     // A warp per short row, a block per long row, and a cluster for very long rows.
     std::vector<Config> seeds;
@@ -2358,7 +2376,7 @@ class RowKernelGenerator : public KernelGenerator {
       c.SetInt("split", split);
       c.Set("split_mode", rt == 1024 ? "cluster" : "scratch");
       c.Set("unroll", "2");
-      if (UsesExp(p_.op)) c.Set("fast_math", "0");
+      if (HasFastMathChoice()) c.Set("fast_math", "0");
       c.Set("grid", "oneshot");
       seeds.push_back(Ordered(c));
     }
@@ -2410,7 +2428,7 @@ class RowKernelGenerator : public KernelGenerator {
       c.Set("reg_cache", "8");
       c.Set("split_mode", "sync");
       c.Set("unroll", "4");
-      if (UsesExp(p_.op)) c.Set("fast_math", "0");
+      if (HasFastMathChoice()) c.Set("fast_math", "0");
       c.Set("grid", "oneshot");
       int split = 2;
       while (split < 256 && (p_.rows * split < gpu_.sm_count ||
