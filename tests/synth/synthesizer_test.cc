@@ -2059,6 +2059,22 @@ TEST(SynthesizerTest, OrderedSplitPlansAClearThenResidentBlocksTakingTickets) {
   EXPECT_EQ(resolved->scratch_bytes, 256 * 4 * 12 + 256 * 4 + 16);  // Welford partials: 12 B
   EXPECT_THAT(planned->kernel.source, HasSubstr(absl::StrCat("#define KF_ORDERED_LAG_BYTES ",
                                                      GpuModel{}.l2_bytes / 4, "ll\n")));
+  // The lag counts the bytes a write re-reads: the input's, and a residual added before the
+  // norm beside it.
+  EXPECT_THAT(planned->kernel.source, HasSubstr("#define KF_ORDERED_ELEM_BYTES 4ll\n"));
+  for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
+    const v1::Target residual = Sample(SampleTargets(dtype), "layer_norm_chain").target;
+    auto chain = Bind(residual);
+    ASSERT_NE(chain, nullptr);
+    std::optional<PlannedKernel> added = PlanFor(
+        *chain, residual,
+        *chain->Space().Parse("row_threads=256;rows_per_block=1;vec=1;algo=welford;cache=none;"
+                              "reg_cache=8;split=2;split_mode=ordered;unroll=1;grid=oneshot"));
+    ASSERT_TRUE(added.has_value());
+    EXPECT_THAT(added->kernel.source,
+                HasSubstr(dtype == v1::FLOAT32 ? "#define KF_ORDERED_ELEM_BYTES 8ll\n"
+                                               : "#define KF_ORDERED_ELEM_BYTES 4ll\n"));
+  }
   // Canonical: no row cache (the write re-reads from L2), one-pass statistics.
   c.Set("cache", "smem");
   c.Set("algo", "two_pass");

@@ -283,6 +283,17 @@ double PointwiseChain::OperandBytes() const {
   return bytes;
 }
 
+int PointwiseChain::PrologueStreamBytesPerElement() const {
+  int bytes = 0;
+  for (const Part& part : prologue_) {
+    if (part.operand < 0) continue;
+    const ChainOperand& op = operands_[part.operand];
+    if (op.layout == OperandLayout::kFlat && !ReadsStreamedInput(op))
+      bytes += ElementSize(op.dtype);
+  }
+  return bytes;
+}
+
 int PointwiseChain::MaxVectorElementSize() const {
   int size = 0;
   for (const ChainOperand& op : operands_) {

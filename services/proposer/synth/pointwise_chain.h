@@ -112,6 +112,9 @@ class PointwiseChain {
   double MathOpsPerElement() const;
   // FastMathCalls of every stage, per element of the value.
   int FastMathCallsPerElement() const;
+  // Bytes per element that the prologue's operands of the value's shape add to a pass over the
+  // streamed input: a pass that re-reads the input (from L2) re-reads them too.
+  int PrologueStreamBytesPerElement() const;
   // Instructions per element of the prologue alone (its math, a load and a conversion per
   // tensor operand), which an engine pays again in each pass that re-reads its input.
   double PrologueOpsPerElement() const;

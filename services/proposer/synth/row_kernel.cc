@@ -1068,7 +1068,7 @@ __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 
   unsigned* arrivals = kf_arrivals(args, rows);
   unsigned long long* tickets = kf_tickets(args, rows);
   const kf_i64 row_blocks = kf_ceil_div(rows, KF_RPB);
-  const kf_i64 lag = kf_ticket_lag(row_blocks, (kf_i64)KF_RPB * cols * (kf_i64)sizeof(TI),
+  const kf_i64 lag = kf_ticket_lag(row_blocks, (kf_i64)KF_RPB * cols * KF_ORDERED_ELEM_BYTES,
                                    KF_ORDERED_LAG_BYTES);
   const unsigned long long total = kf_ticket_count(row_blocks, KF_SPLIT);
   if (threadIdx.x == 0) ticket = atomicAdd(tickets, 1ull);
@@ -2322,11 +2322,19 @@ class RowKernelGenerator : public KernelGenerator {
   static constexpr double kOrderedWindowL2Share = 0.75;
   double OrderedRereadInL2(const Config& c, double grid) const {
     const double window =
-        OrderedLag(c) * double(OrderedRowBlockBytes(c)) + grid * double(SyncItemBytes(c));
+        OrderedLag(c) * double(OrderedRowBlockBytes(c)) +
+        grid * double(c.GetInt("rows_per_block") * Chunk(c) * RereadBytesPerElement());
     return std::min(1.0, kOrderedWindowL2Share * double(gpu_.l2_bytes) / std::max(1.0, window));
   }
   int64_t OrderedRowBlockBytes(const Config& c) const {
-    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * ElementSize(p_.in_dtype);
+    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * RereadBytesPerElement();
+  }
+  // The bytes an element's write re-reads from L2 (KF_ORDERED_ELEM_BYTES): its input, and the
+  // prologue's operands of its shape (a residual added before the norm), which the lag and
+  // the window count: counting the input alone, the lag of a VAE's add -> div -> group norm
+  // held twice the bytes it is sized for.
+  int64_t RereadBytesPerElement() const {
+    return ElementSize(p_.in_dtype) + p_.chain.PrologueStreamBytesPerElement();
   }
   // The lag the kernel takes (kOrderedEntry), in row blocks.
   double OrderedLag(const Config& c) const {
@@ -2443,7 +2451,8 @@ class RowKernelGenerator : public KernelGenerator {
         seeds.push_back(c);
       }
     }
-    // The chunks in ticket order, 32 KB each, blocks of 256 threads with 4 vectors a thread in
+    // The chunks in ticket order, 32 KB each (with the prologue's operands that a write
+    // re-reads beside them), blocks of 256 threads with 4 vectors a thread in
     // flight: the engine's fastest on the H100's VAE group norms (120.8 us on 1x128x512x512,
     // 64.5 on 1x256x256x256, as fast as the hand-written ticket kernel; 512-thread blocks
     // 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md).
@@ -2454,7 +2463,7 @@ class RowKernelGenerator : public KernelGenerator {
       c.Set("split_mode", "ordered");
       c.Set("unroll", "4");
       int split = 2;
-      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * ElementSize(p_.in_dtype);
+      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement();
       while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
       seeds.push_back(c);
@@ -2601,7 +2610,8 @@ class RowKernelGenerator : public KernelGenerator {
                                  kOrderedEntry)
                   : kSingleEntry;
     if (ordered) {
-      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", OrderedLagBytes(), "ll\n");
+      absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", OrderedLagBytes(),
+                      "ll\n#define KF_ORDERED_ELEM_BYTES ", RereadBytesPerElement(), "ll\n");
       src += kProgrammaticLaunch;
       src += TicketOrderSource();
     }

@@ -1,4 +1,5 @@
-// Synthesizer: roots by prior with diversity, children by neighbour moves and feedback.
+// Synthesizer: roots by prior with diversity, one per untried strategy, children by neighbour moves
+// and feedback.
 #include "services/proposer/synth/synthesizer.h"
 
 #include <algorithm>
