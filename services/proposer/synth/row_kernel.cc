@@ -2322,12 +2322,14 @@ class RowKernelGenerator : public KernelGenerator {
   static constexpr double kOrderedWindowL2Share = 0.75;
   double OrderedRereadInL2(const Config& c, double grid) const {
     const double window =
-        OrderedLag(c) * double(OrderedRowBlockBytes(c)) +
-        grid * double(c.GetInt("rows_per_block") * Chunk(c) * RereadBytesPerElement());
+        OrderedLag(c) * double(OrderedRowBlockBytes(c)) + grid * double(OrderedItemBytes(c));
     return std::min(1.0, kOrderedWindowL2Share * double(gpu_.l2_bytes) / std::max(1.0, window));
   }
   int64_t OrderedRowBlockBytes(const Config& c) const {
     return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * RereadBytesPerElement();
+  }
+  int64_t OrderedItemBytes(const Config& c) const {
+    return c.GetInt("rows_per_block") * Chunk(c) * RereadBytesPerElement();
   }
   // The bytes an element's write re-reads from L2 (KF_ORDERED_ELEM_BYTES): its input, and the
   // prologue's operands of its shape (a residual added before the norm), which the lag and

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -244,19 +243,18 @@ std::vector<Config> PickDiverse(const std::vector<Config>& ranked, int n, int sp
 constexpr double kStrategyCoverage = 1.25;
 std::vector<Config> UntriedStrategies(const std::vector<Config>& ranked,
                                       const std::vector<Config>& seeds, const std::string& param,
-                                      const std::set<std::string>& used,
-                                      const std::function<double(const Config&)>& score, int n,
+                                      const std::set<std::string>& used, Proposal& proposal, int n,
                                       std::vector<Config> chosen) {
   std::vector<Config> picked;
   if (ranked.empty()) return picked;
-  const double limit = kStrategyCoverage * score(ranked.front());
+  const double limit = kStrategyCoverage * proposal.Score(ranked.front());
   std::vector<std::string> values;  // in the order of their best configs
   std::map<std::string, std::vector<Config>> by_value;
   for (const Config& c : ranked) {
     const std::string value = c.Get(param);
     if (used.count(value)) continue;
     if (!by_value.count(value)) {
-      if (score(c) > limit) continue;
+      if (proposal.Score(c) > limit) continue;
       values.push_back(value);
     }
     by_value[value].push_back(c);
@@ -406,9 +404,8 @@ absl::StatusOr<v1::ProposeResponse> Synthesizer::Propose(const v1::ProposeReques
           if (c.has_value()) used.insert(c->Get(strategy));
         }
       }
-      auto score = [&proposal](const Config& c) { return proposal.Score(c); };
-      for (Config& c :
-           UntriedStrategies(fresh, seeded, strategy, used, score, remaining - explore, chosen)) {
+      for (Config& c : UntriedStrategies(fresh, seeded, strategy, used, proposal,
+                                         remaining - explore, chosen)) {
         seen.insert(c.ToString());
         chosen.push_back(std::move(c));
       }
