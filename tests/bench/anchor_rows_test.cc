@@ -61,5 +61,21 @@ TEST(AnchorRows, TheVaeGroupNormChainsIntoItsSilu) {
   EXPECT_EQ(t.inputs_size(), (*rows)[0].target.inputs_size());
 }
 
+// The decoder's residual before a group norm: add -> div -> group_norm -> silu, each node
+// reading the one before it, the residual a second input of the add's shape.
+TEST(AnchorRows, TheVaeResidualChainsIntoItsGroupNorm) {
+  auto rows = SelectRows("res-gn-silu-vae-128x512-fp32", "t-");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  const v1::Target& t = (*rows)[0].target;
+  ASSERT_EQ(t.nodes_size(), 4);
+  EXPECT_EQ(t.nodes(2).op(), "aten::group_norm");
+  for (int i = 1; i < t.nodes_size(); ++i) {
+    EXPECT_EQ(t.nodes(i).args(0).tensor(), t.nodes(i - 1).outputs(0)) << t.nodes(i).op();
+  }
+  ASSERT_GE(t.inputs_size(), 2);
+  EXPECT_EQ(t.inputs(1).sizes_size(), t.inputs(0).sizes_size());
+}
+
 }  // namespace
 }  // namespace kforge::bench

@@ -257,6 +257,26 @@ std::vector<SampleTarget> SampleTargets(v1::DType t, int v) {
             .Scalar("cudnn_enabled", Bool(true)).Output(Dense(x, t)));
   }
   {
+    // A residual add into a group norm, a SiLU after it (a diffusion decoder's block).
+    S x = pick({1, 128, 64, 64}, {2, 128, 17, 9});
+    add("group_norm_chain", "group_norm",
+        JoinChain({TargetBuilder("aten::add", "Tensor")
+                       .Tensor("self", Dense(x, t))
+                       .Tensor("other", Dense(x, t))
+                       .Scalar("alpha", Int(1))
+                       .Output(Dense(x, t)),
+                   TargetBuilder("aten::group_norm", "")
+                       .Tensor("input", Dense(x, t))
+                       .Scalar("num_groups", Int(32))
+                       .Tensor("weight", Dense({128}, t))
+                       .Tensor("bias", Dense({128}, t))
+                       .Scalar("eps", Float(1e-6))
+                       .Scalar("cudnn_enabled", Bool(true))
+                       .Output(Dense(x, t)),
+                   TargetBuilder("aten::silu", "").Tensor("self", Dense(x, t)).Output(Dense(x, t))},
+                  {"input", "self"}));
+  }
+  {
     S x = pick({4, 64, 3000}, {2, 64, 77});
     add("group_norm_plain", "group_norm",
         TargetBuilder("aten::group_norm", "").Tensor("input", Dense(x, t))

@@ -167,6 +167,13 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
   // whose space has the param, fp32 and bf16, through full validation on the captured and the
   // held-out shape; returns how many were evaluated.
   static int ExpectConfigsWithParamPass(const std::string& param, const std::string& value) {
+    return ExpectConfigsPass({}, param, value);
+  }
+
+  // The same, each sampled config first given `forced` (name=value;...), for a value that only
+  // a corner of the space takes: the configs that stay valid with it.
+  static int ExpectConfigsPass(const std::string& forced, const std::string& param,
+                               const std::string& value) {
     std::vector<SampleRun> runs;
     int sampled = 0;
     for (v1::DType dtype : {v1::FLOAT32, v1::BFLOAT16}) {
@@ -176,7 +183,12 @@ class SynthGpuTest : public ::testing::TestWithParam<std::tuple<std::string, v1:
         auto generator = testing::BindForTest(target);
         if (generator == nullptr) return ExpectPass(runs);
         std::vector<std::pair<std::string, GeneratedKernel>> kernels;
-        for (const Config& config : testing::ValidSample(*generator, 400, 77 + sampled)) {
+        for (Config config : testing::ValidSample(*generator, 400, 77 + sampled)) {
+          for (const auto& [name, v] : SplitParams(forced)) {
+            if (generator->Space().Find(name) != nullptr) config.Set(name, v);
+          }
+          config = generator->Canonicalize(config);
+          if (!generator->Space().Contains(config) || !generator->Check(config).empty()) continue;
           const std::string v = config.Get(param);
           const bool wanted = value.empty() ? v != "1" : v == value;
           if (v.empty() || !wanted || kernels.size() == 2) continue;
@@ -282,6 +294,14 @@ TEST_F(SynthGpuTest, RegisterCacheConfigsPassFullValidation) {
 // outgrows the shared memory, from global memory through the prologue again.
 TEST_F(SynthGpuTest, SmemAfterPrologueConfigsPassFullValidation) {
   EXPECT_GE(ExpectConfigsWithParamPass("cache", "smem_f32"), 4);
+}
+
+// An ordered split that keeps the values after the chain's prologue in the output buffer
+// (cache=output): a write re-reads what other blocks' reads stored in this launch.
+TEST_F(SynthGpuTest, OutputStashConfigsPassFullValidation) {
+  EXPECT_GE(ExpectConfigsPass("split_mode=ordered;row_threads=256;rows_per_block=1;cache=output",
+                              "cache", "output"),
+            2);
 }
 
 std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, v1::DType>>& info) {

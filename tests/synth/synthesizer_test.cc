@@ -2090,6 +2090,61 @@ TEST(SynthesizerTest, OrderedSplitPlansAClearThenResidentBlocksTakingTickets) {
   EXPECT_FALSE(sum->Space().Contains(r));
 }
 
+// An ordered split after a prologue with operands of the value's shape may keep the values
+// after the prologue in a float output (cache=output): its lag then counts the one float a
+// write re-reads, its read stores each value there and its write loads them after the wait.
+TEST(SynthesizerTest, OrderedSplitMayKeepTheProloguesValuesInTheOutput) {
+  const v1::Target residual = Sample(SampleTargets(v1::FLOAT32), "layer_norm_chain").target;
+  auto chain = Bind(residual);
+  ASSERT_NE(chain, nullptr);
+  Config c = *chain->Space().Parse(
+      "row_threads=256;rows_per_block=1;vec=1;algo=welford;cache=output;reg_cache=8;split=2;"
+      "split_mode=ordered;unroll=1;grid=oneshot");
+  EXPECT_EQ(chain->Canonicalize(c).Get("cache"), "output");
+  EXPECT_EQ(chain->Check(c), "");
+  std::optional<PlannedKernel> planned = PlanFor(*chain, residual, c);
+  ASSERT_TRUE(planned.has_value());
+  const std::string& src = planned->kernel.source;
+  EXPECT_THAT(src, HasSubstr("#define KF_ORDERED_ELEM_BYTES 4ll\n"));
+  EXPECT_THAT(src, HasSubstr("kf_store_floats_l2<TO, V>(yr + c, v, keep);"));
+  EXPECT_THAT(src, Not(HasSubstr("#error")));
+  // The write's first loads come after its wait for the row block.
+  const size_t wait = src.find("const KfStat s = kf_row_block_stat(", src.find("kf_ordered_write"));
+  ASSERT_NE(wait, std::string::npos);
+  EXPECT_LT(wait, src.find("kf_load<V>(yr + c, first[u].v);"));
+  // The ordered seed keeps them there (the searches' neighbour moves do not reach it), where
+  // its rows are long enough for an ordered split (a decoder's group norm, not these 768).
+  auto decoder = Bind(Sample(SampleTargets(v1::FLOAT32), "group_norm_chain").target);
+  ASSERT_NE(decoder, nullptr);
+  bool seeded = false;
+  for (const Config& seed : decoder->Seeds()) {
+    seeded |= seed.Get("split_mode") == "ordered" && seed.Get("cache") == "output" &&
+              decoder->Check(seed).empty();
+  }
+  EXPECT_TRUE(seeded);
+  // Without it, the lag counts the input and the residual.
+  Config plain = c;
+  plain.Set("cache", "none");
+  EXPECT_THAT(chain->Generate(plain)->source, HasSubstr("#define KF_ORDERED_ELEM_BYTES 8ll\n"));
+  // No other launch has a write after a read of its own launch to hold the values for: a
+  // scratch split's cache canonicalizes to none, an unsplit row's cache=output is refused.
+  Config stream = c;
+  stream.Set("split_mode", "stream");
+  EXPECT_EQ(chain->Canonicalize(stream).Get("cache"), "none");
+  Config whole = c;
+  whole.Set("split", "1");
+  EXPECT_THAT(chain->Check(chain->Canonicalize(whole)), HasSubstr("split_mode ordered"));
+  // A 16-bit output cannot hold the values exactly, and a norm without a prologue has none.
+  for (const char* other : {"layer_norm_chain", "group_norm_affine"}) {
+    const bool chained = std::string(other) == "layer_norm_chain";
+    auto g = Bind(Sample(SampleTargets(chained ? v1::BFLOAT16 : v1::FLOAT32), other).target);
+    ASSERT_NE(g, nullptr);
+    Config o = c;
+    if (!chained) o.Set("vec", "4");
+    EXPECT_FALSE(g->Space().Contains(o)) << other;
+  }
+}
+
 // The norms' generated code: per-vector Welford with an approximate division, vector loads
 // of per-column weights, and group norm's channel by multiply-shift once per vector.
 TEST(NormPriorTest, NormSourcesUseVectorAffineAndCheapStatistics) {

@@ -224,6 +224,26 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
           .Scalar("copy", Bool(false))
           .Scalar("memory_format", None())
           .Output(Dense({1, 8, 2048, 2048}, v1::BFLOAT16)));
+  // The SD VAE decoder's residual into its next group norm as kforge captures it, one chain
+  // target: silu(group_norm((x + residual) / scale)), the scale a 0-dim float64 tensor; its
+  // output pass re-reads two inputs where the group norm alone re-reads one.
+  rows.push_back(RowBuilder(id_prefix, "res-gn-silu-vae-128x512-fp32",
+                            "add -> div -> group_norm G=32 -> silu, 1×128×512×512 fp32 "
+                            "(SD VAE decoder's residual)",
+                            "aten::add", "Tensor")
+                     .Tensor("self", Dense({1, 128, 512, 512}, v1::FLOAT32), Fill::kNormal)
+                     .Tensor("other", Dense({1, 128, 512, 512}, v1::FLOAT32), Fill::kNormal)
+                     .Scalar("alpha", Int(1))
+                     .Then("aten::div", "Tensor", "self")
+                     .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
+                     .Then("aten::group_norm", "", "input")
+                     .Scalar("num_groups", Int(32))
+                     .Tensor("weight", Dense({128}, v1::FLOAT32), Fill::kWeight)
+                     .Tensor("bias", Dense({128}, v1::FLOAT32), Fill::kBias)
+                     .Scalar("eps", Float(1e-6))
+                     .Scalar("cudnn_enabled", Bool(true))
+                     .Then("aten::silu", "", "self")
+                     .Output(Dense({1, 128, 512, 512}, v1::FLOAT32)));
   // Gemma3's RMSNorm weight, `1 + weight.float()` with the 1 a 0-dim float64 tensor on the
   // device: 512 elements, launch-bound (kforge trailed torch.compile's graph replays by
   // 0.07 µs there, 2026-12-04).

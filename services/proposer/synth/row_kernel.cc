@@ -1100,6 +1100,61 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_or
 }
 )";
 
+// cache=output, an ordered split's after a prologue with operands of the value's shape (a
+// residual added before the norm): the read stores each value after the prologue in the
+// output buffer, where its write re-reads it and stores the result over it, so that what a
+// write re-reads from L2 is one float an element instead of the input and every operand (the
+// lag and the window count KF_ORDERED_ELEM_BYTES of them). Those values are other blocks'
+// stores of this launch: every thread's are ordered before its row block's arrival (the
+// barrier, then thread 0's fence, as a grid barrier orders them), and a write loads them only
+// after its wait, with plain loads the compiler cannot hoist above it. The input and the
+// operands are dead once read; the values stay in L2 (evict_last) until their write.
+constexpr std::pair<const char*, const char*> kOutputStashAccesses[] = {
+    // the read (kf_sync_read, as kL2KeepAccesses left it)
+    {"  KfRowCtx ctx;\n  kf_init_ctx(ctx, args, it.row, cols);\n  KfStat s = kf_identity<0>();\n"
+     "  const unsigned long long keep = kf_l2_policy(true);\n",
+     "  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) +\n"
+     "           (it.valid ? kf_out_row(args, it.row, cols) : 0);\n"
+     "  KfRowCtx ctx;\n  kf_init_ctx(ctx, args, it.row, cols);\n  KfStat s = kf_identity<0>();\n"
+     "  const unsigned long long keep = kf_l2_policy(true), dead = kf_l2_policy(false);\n"},
+    {"raw = kf_load_l2<TI, V>(xr + c, keep); },", "raw = kf_load_l2<TI, V>(xr + c, dead); },"},
+    {"    if (sbuf != nullptr) kf_smem_put<V>(sbuf, c - it.c0, it.chunk, raw);\n"
+     "    float v[V];\n    kf_to_floats(raw, v);\n    kf_add<0, V>(s, v, c, ctx);\n",
+     "    float v[V];\n    kf_to_floats(raw, v);\n    kf_cache_in<V>(v, c, ctx);\n"
+     "    kf_store_floats_l2<TO, V>(yr + c, v, keep);\n    kf_cached_add<0, V>(s, v, c, ctx);\n"},
+    {"  __syncthreads();\n  if (threadIdx.x == 0) atomicAdd(arrivals + it.rb, 1u);",
+     "  __syncthreads();\n  if (threadIdx.x == 0) {\n    __threadfence();\n"
+     "    atomicAdd(arrivals + it.rb, 1u);\n  }"},
+    // the write (kf_ordered_write): its first loads after the wait, then the rest
+    {R"(  KfVals<V> first[KF_ORDERED_FIRST];
+#pragma unroll
+  for (int u = 0; u < KF_ORDERED_FIRST; ++u) {
+    const kf_i64 c = it.c0 + ((kf_i64)u * KF_RT + lane) * V;
+    if (c < first_end) kf_to_floats(kf_load_l2<TI, V>(xr + c, evict_first), first[u].v);
+  }
+  const KfStat s = kf_row_block_stat(it, lane, rib, red, partials, arrivals);
+)",
+     R"(  const KfStat s = kf_row_block_stat(it, lane, rib, red, partials, arrivals);
+  KfVals<V> first[KF_ORDERED_FIRST];
+#pragma unroll
+  for (int u = 0; u < KF_ORDERED_FIRST; ++u) {
+    const kf_i64 c = it.c0 + ((kf_i64)u * KF_RT + lane) * V;
+    if (c < first_end) kf_load<V>(yr + c, first[u].v);
+  }
+)"},
+    {"      kf_out_params<V>(c, ctx, p);\n      float o[V];\n      kf_out_vec<V>(first[u].v,",
+     "      kf_cached_out_params<V>(c, ctx, p);\n      float o[V];\n"
+     "      kf_cached_out_vec<V>(first[u].v,"},
+    {"    kf_to_floats(kf_load_l2<TI, V>(xr + c, evict_first), v);\n",
+     "    kf_load<V>(yr + c, v);\n"},
+    {"  auto params = [&](kf_i64 c, int, KfOutParams<V>& q) { kf_out_params<V>(c, ctx, q); };\n"
+     "  kf_write_chunk<V>(args, it.row, it.valid, cols, first_end,",
+     "  auto params = [&](kf_i64 c, int, KfOutParams<V>& q) {\n"
+     "    kf_cached_out_params<V>(c, ctx, q);\n  };\n"
+     "  kf_write_chunk<V>(args, it.row, it.valid, cols, first_end,"},
+    {kOutPassValues, "        kf_cached_out_vec<V>(l.v, c, l.p, ctx, o);\n"},
+};
+
 // The ordered launch's captured entry (after kf_captured_args): its geometry, the ticket
 // schedule's lag and every item's rows and columns fold at compile time, where the generic
 // entry works them out in 64-bit arithmetic at run time. (ptxas, sm_90, VAE group norm
@@ -1808,9 +1863,11 @@ class RowKernelGenerator : public KernelGenerator {
     if (!per_row_) {
       std::vector<std::string> caches = {"none", "regs", "smem"};
       if (p_.chain.has_prologue()) caches.push_back("smem_f32");
+      if (CanStashInOutput()) caches.push_back("output");
       params.push_back({"cache", caches,
                         "keep the row for the later passes in registers or shared memory "
-                        "(smem_f32: as float, after the chain's prologue)"});
+                        "(smem_f32: as float, after the chain's prologue; output: an ordered "
+                        "split's values after the prologue, in the output buffer)"});
       params.push_back({"reg_cache", {"8", "16", "32", "64"},
                         "elements per thread the register cache holds"});
     }
@@ -1861,7 +1918,9 @@ class RowKernelGenerator : public KernelGenerator {
         (c.GetInt("split") > 1 && c.Get("split_mode") == "scratch") || Stream(c);
     const bool one_pass_split = scratch_split || Sync(c) || InTicketOrder(c);
     if (!per_row_) {
-      if (scratch_split || InTicketOrder(c)) c.Set("cache", "none");
+      if (scratch_split || (InTicketOrder(c) && c.Get("cache") != "output")) {
+        c.Set("cache", "none");
+      }
       if (c.Get("cache") != "regs") c.Set("reg_cache", "8");
     }
     if (one_pass_split && HasAlgoChoice(p_.op)) {
@@ -1968,7 +2027,11 @@ class RowKernelGenerator : public KernelGenerator {
       return "a stream split writes the output in a launch of its own: an op with an output "
              "pass";
     }
-    if (L2Keep(c) && (per_row_ || c.Get("cache") != "none")) {
+    if (!per_row_ && c.Get("cache") == "output" && !InTicketOrder(c)) {
+      return "cache output holds the values between an ordered split's read and its write: "
+             "split_mode ordered";
+    }
+    if (L2Keep(c) && (per_row_ || (c.Get("cache") != "none" && c.Get("cache") != "output"))) {
       return "sync_keep and ordered keep the chunks a split re-reads in L2: cache none, and an "
              "op with an output pass";
     }
@@ -2301,13 +2364,19 @@ class RowKernelGenerator : public KernelGenerator {
 
     LaunchCost main = ResidentLaunch(c, grid, registers, flight_elems);
     main.ops = elems * per_elem_ops + 2 * rows * split * reduce_cycles * rt / 4;
-    const double reread = RereadsRow() ? in_bytes : 0;
+    // A write re-reads its input and the prologue's operands of its shape, or with
+    // cache=output the values its read stored in the output buffer: from L2 as far as the
+    // window fits, else from DRAM (and a stored value that left L2 first was written back).
+    // Those stores' values are read only after the write's wait: an L2 round trip (~600
+    // cycles) no longer hidden behind it, on every other item.
+    const bool stash = c.Get("cache") == "output";
+    const double reread = RereadsRow() ? elems * RereadBytesPerElement(c) : 0;
     const double in_l2 = reread * OrderedRereadInL2(c, grid);
-    main.dram_bytes = in_bytes + out_bytes + weight_bytes + reread - in_l2;
-    main.l2_bytes = in_l2;
+    main.dram_bytes = in_bytes + out_bytes + weight_bytes + (reread - in_l2) * (stash ? 2 : 1);
+    main.l2_bytes = in_l2 + (stash ? reread : 0);
     main.block_latency_cycles =
-        std::ceil(tickets / std::max(1.0, grid)) *
-        (pass_cycles + reduce_cycles + kItemCycles + kItemCyclesPerWarp * warps);
+        std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles +
+                                                    kItemCyclesPerWarp * warps + (stash ? 300 : 0));
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
     return synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
   }
@@ -2326,16 +2395,17 @@ class RowKernelGenerator : public KernelGenerator {
     return std::min(1.0, kOrderedWindowL2Share * double(gpu_.l2_bytes) / std::max(1.0, window));
   }
   int64_t OrderedRowBlockBytes(const Config& c) const {
-    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * RereadBytesPerElement();
+    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
   }
   int64_t OrderedItemBytes(const Config& c) const {
-    return c.GetInt("rows_per_block") * Chunk(c) * RereadBytesPerElement();
+    return c.GetInt("rows_per_block") * Chunk(c) * RereadBytesPerElement(c);
   }
   // The bytes an element's write re-reads from L2 (KF_ORDERED_ELEM_BYTES): its input, and the
   // prologue's operands of its shape (a residual added before the norm), which the lag and
   // the window count: counting the input alone, the lag of a VAE's add -> div -> group norm
-  // held twice the bytes it is sized for.
-  int64_t RereadBytesPerElement() const {
+  // held twice the bytes it is sized for. With cache=output, the output's value alone.
+  int64_t RereadBytesPerElement(const Config& c) const {
+    if (!per_row_ && c.Get("cache") == "output") return ElementSize(p_.out_dtype);
     return ElementSize(p_.in_dtype) + p_.chain.PrologueStreamBytesPerElement();
   }
   // The lag the kernel takes (kOrderedEntry), in row blocks.
@@ -2457,15 +2527,19 @@ class RowKernelGenerator : public KernelGenerator {
     // re-reads beside them), blocks of 256 threads with 4 vectors a thread in
     // flight: the engine's fastest on the H100's VAE group norms (120.8 us on 1x128x512x512,
     // 64.5 on 1x256x256x256, as fast as the hand-written ticket kernel; 512-thread blocks
-    // 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md).
+    // 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md). After a prologue with
+    // operands of the value's shape, the values after it kept in the output (cache=output):
+    // the VAE's residual -> group norm -> SiLU ran 206.9 us so against the stream split's
+    // 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches' neighbour moves
+    // do not reach that value from cache=none.
     if (!per_row_) {
       Config c = seeds.front();
       c.SetInt("row_threads", 256);
-      c.Set("cache", "none");
+      c.Set("cache", CanStashInOutput() ? "output" : "none");
       c.Set("split_mode", "ordered");
       c.Set("unroll", "4");
       int split = 2;
-      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement();
+      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
       while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
       seeds.push_back(c);
@@ -2613,7 +2687,7 @@ class RowKernelGenerator : public KernelGenerator {
                   : kSingleEntry;
     if (ordered) {
       absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", OrderedLagBytes(),
-                      "ll\n#define KF_ORDERED_ELEM_BYTES ", RereadBytesPerElement(), "ll\n");
+                      "ll\n#define KF_ORDERED_ELEM_BYTES ", RereadBytesPerElement(c), "ll\n");
       src += kProgrammaticLaunch;
       src += TicketOrderSource();
     }
@@ -2640,6 +2714,7 @@ class RowKernelGenerator : public KernelGenerator {
     if (regs_after_prologue) src = Rewritten(std::move(src), kRegisterCacheAccesses);
     if (cache == "smem_f32") src = Rewritten(std::move(src), kSmemAfterPrologueAccesses);
     if (cache == "smem_f32" && ExpOnce(c)) src = Rewritten(std::move(src), kSmemExpOnceAccesses);
+    if (cache == "output") src = Rewritten(std::move(src), kOutputStashAccesses);
     const bool captured_entry = HasCapturedEntry(c) || HasOrderedCapturedEntry(c);
     if (captured_entry) {
       absl::StrAppend(&src, CapturedArgsSource(p_.captured_call),
@@ -2777,7 +2852,15 @@ class RowKernelGenerator : public KernelGenerator {
   // holds as read (a written-out RMSNorm's x, not x^2), so the row is read once.
   bool AfterPrologue(const Config& c) const {
     const std::string cache = per_row_ ? "none" : c.Get("cache");
-    return cache == "smem_f32" || (cache == "regs" && !p_.chain.EpilogueReadsStreamedInput());
+    return cache == "smem_f32" || cache == "output" ||
+           (cache == "regs" && !p_.chain.EpilogueReadsStreamedInput());
+  }
+  // Whether an ordered split may keep the values after the chain's prologue in the output
+  // buffer (cache=output, kOutputStashAccesses): a prologue with operands of the value's shape,
+  // whose values a float output holds exactly, and an epilogue that does not read the input.
+  bool CanStashInOutput() const {
+    return !per_row_ && p_.chain.PrologueStreamBytesPerElement() > 0 &&
+           p_.out_dtype == v1::FLOAT32 && !p_.chain.EpilogueReadsStreamedInput();
   }
   // Whether the output pass reads the row again: not where one value per row is written, nor
   // where a reduction is broadcast back and its epilogue does not read the row input (its
