@@ -2524,10 +2524,12 @@ class RowKernelGenerator : public KernelGenerator {
       }
     }
     // The chunks in ticket order, 32 KB each (with the prologue's operands that a write
-    // re-reads beside them), blocks of 256 threads with 4 vectors a thread in
-    // flight: the engine's fastest on the H100's VAE group norms (120.8 us on 1x128x512x512,
-    // 64.5 on 1x256x256x256, as fast as the hand-written ticket kernel; 512-thread blocks
-    // 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md). After a prologue with
+    // re-reads beside them) in rows of at most 128 chunks, blocks of 256 threads with 4
+    // vectors a thread in flight: the engine's fastest on the H100's VAE group norms (120.8 us
+    // on 1x128x512x512, 64.5 on 1x256x256x256, as fast as the hand-written ticket kernel;
+    // 512-thread blocks 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md). The 8 MB rows
+    // of 1x256x512x512 ran 262.7 us in 128 chunks of 64 KB, 289.7 in 256 of 32 KB (with the
+    // SiLU after, session 44). After a prologue with
     // operands of the value's shape, the values after it kept in the output (cache=output):
     // the VAE's residual -> group norm -> SiLU ran 206.9 us so against the stream split's
     // 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches' neighbour moves
@@ -2540,7 +2542,7 @@ class RowKernelGenerator : public KernelGenerator {
       c.Set("unroll", "4");
       int split = 2;
       const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
-      while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
+      while (split < 128 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
       seeds.push_back(c);
     }
