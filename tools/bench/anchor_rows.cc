@@ -95,6 +95,15 @@ class RowBuilder {
   v1::SubgraphNode* node_;
 };
 
+// The SD VAE decoder's group norm arguments after its input: 32 groups over `channels`.
+RowBuilder& VaeGroupNormArgs(RowBuilder& row, int64_t channels) {
+  return row.Scalar("num_groups", Int(32))
+      .Tensor("weight", Dense({channels}, v1::FLOAT32), Fill::kWeight)
+      .Tensor("bias", Dense({channels}, v1::FLOAT32), Fill::kBias)
+      .Scalar("eps", Float(1e-6))
+      .Scalar("cudnn_enabled", Bool(true));
+}
+
 // A refusal's message with digits folded, so "block of 2048 threads" and "block of 4096
 // threads" count as one reason.
 std::string ReasonKind(const std::string& why) {
@@ -227,23 +236,20 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
   // The SD VAE decoder's residual into its next group norm as kforge captures it, one chain
   // target: silu(group_norm((x + residual) / scale)), the scale a 0-dim float64 tensor; its
   // output pass re-reads two inputs where the group norm alone re-reads one.
-  rows.push_back(RowBuilder(id_prefix, "res-gn-silu-vae-128x512-fp32",
-                            "add -> div -> group_norm G=32 -> silu, 1×128×512×512 fp32 "
-                            "(SD VAE decoder's residual)",
-                            "aten::add", "Tensor")
-                     .Tensor("self", Dense({1, 128, 512, 512}, v1::FLOAT32), Fill::kNormal)
-                     .Tensor("other", Dense({1, 128, 512, 512}, v1::FLOAT32), Fill::kNormal)
-                     .Scalar("alpha", Int(1))
-                     .Then("aten::div", "Tensor", "self")
-                     .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
-                     .Then("aten::group_norm", "", "input")
-                     .Scalar("num_groups", Int(32))
-                     .Tensor("weight", Dense({128}, v1::FLOAT32), Fill::kWeight)
-                     .Tensor("bias", Dense({128}, v1::FLOAT32), Fill::kBias)
-                     .Scalar("eps", Float(1e-6))
-                     .Scalar("cudnn_enabled", Bool(true))
-                     .Then("aten::silu", "", "self")
-                     .Output(Dense({1, 128, 512, 512}, v1::FLOAT32)));
+  {
+    RowBuilder row(id_prefix, "res-gn-silu-vae-128x512-fp32",
+                   "add -> div -> group_norm G=32 -> silu, 1×128×512×512 fp32 "
+                   "(SD VAE decoder's residual)",
+                   "aten::add", "Tensor");
+    row.Tensor("self", Dense({1, 128, 512, 512}, v1::FLOAT32), Fill::kNormal)
+        .Tensor("other", Dense({1, 128, 512, 512}, v1::FLOAT32), Fill::kNormal)
+        .Scalar("alpha", Int(1))
+        .Then("aten::div", "Tensor", "self")
+        .Tensor("other", Dense({}, v1::FLOAT64), Fill::kWeight)
+        .Then("aten::group_norm", "", "input");
+    VaeGroupNormArgs(row, 128).Then("aten::silu", "", "self");
+    rows.push_back(row.Output(Dense({1, 128, 512, 512}, v1::FLOAT32)));
+  }
   // Gemma3's RMSNorm weight, `1 + weight.float()` with the 1 a 0-dim float64 tensor on the
   // device: 512 elements, launch-bound (kforge trailed torch.compile's graph replays by
   // 0.07 µs there, 2026-12-04).
@@ -302,12 +308,7 @@ std::vector<AnchorRow> ModelRows(std::string_view id_prefix) {
                      absl::StrCat("group_norm G=32", silu ? " → silu" : "", ", 1×", c, "×", hw, "×",
                                   hw, " fp32 (SD VAE decoder)"),
                      "aten::group_norm", "");
-      row.Tensor("input", Dense(x, v1::FLOAT32), Fill::kNormal)
-          .Scalar("num_groups", Int(32))
-          .Tensor("weight", Dense({c}, v1::FLOAT32), Fill::kWeight)
-          .Tensor("bias", Dense({c}, v1::FLOAT32), Fill::kBias)
-          .Scalar("eps", Float(1e-6))
-          .Scalar("cudnn_enabled", Bool(true));
+      VaeGroupNormArgs(row.Tensor("input", Dense(x, v1::FLOAT32), Fill::kNormal), c);
       if (silu) row.Then("aten::silu", "", "self");
       rows.push_back(row.Output(Dense(x, v1::FLOAT32)));
     }

@@ -1847,7 +1847,11 @@ int Log2(int64_t x) {
 class RowKernelGenerator : public KernelGenerator {
  public:
   RowKernelGenerator(const RowProblem& problem, const GpuModel& gpu)
-      : p_(problem), gpu_(gpu), per_row_(WritesRows(problem)) {
+      : p_(problem),
+        gpu_(gpu),
+        per_row_(WritesRows(problem)),
+        chain_fast_math_calls_(problem.chain.FastMathCallsPerElement()),
+        prologue_stream_bytes_(problem.chain.PrologueStreamBytesPerElement()) {
     std::vector<ParamDef> params = {
         {"row_threads", {"4", "8", "16", "32", "64", "128", "256", "512", "1024"},
          "threads that share one row"},
@@ -1935,9 +1939,7 @@ class RowKernelGenerator : public KernelGenerator {
 
   // Whether fast math is a parameter: the op takes exps (softmax) or a stage of its chain an
   // exp, a tanh or a division (a group norm's SiLU).
-  bool HasFastMathChoice() const {
-    return UsesExp(p_.op) || p_.chain.FastMathCallsPerElement() > 0;
-  }
+  bool HasFastMathChoice() const { return UsesExp(p_.op) || chain_fast_math_calls_ > 0; }
 
   // Elements per vector: loads of at most 16 bytes. An output of a wider type than the input
   // (a bf16 softmax into float32) may store two 16-byte halves per vector, so that its loads
@@ -2182,7 +2184,7 @@ class RowKernelGenerator : public KernelGenerator {
     if (UsesExp(p_.op)) per_elem_ops += (fast ? 3 : 22) * exps;
     // The chain's exps, tanhs and divisions: ~20 instructions accurate, 3 fast (an exp's
     // ex2.approx and its scale; a division's div.approx), once an element.
-    per_elem_ops += (fast ? 3 : 20) * p_.chain.FastMathCallsPerElement();
+    per_elem_ops += (fast ? 3 : 20) * chain_fast_math_calls_;
     // The chain's prologue runs again in each pass over the row, but where the cache holds
     // its results.
     per_elem_ops += p_.chain.PrologueOpsPerElement() * (after_prologue ? 1 : data_passes);
@@ -2406,7 +2408,7 @@ class RowKernelGenerator : public KernelGenerator {
   // held twice the bytes it is sized for. With cache=output, the output's value alone.
   int64_t RereadBytesPerElement(const Config& c) const {
     if (!per_row_ && c.Get("cache") == "output") return ElementSize(p_.out_dtype);
-    return ElementSize(p_.in_dtype) + p_.chain.PrologueStreamBytesPerElement();
+    return ElementSize(p_.in_dtype) + prologue_stream_bytes_;
   }
   // The lag the kernel takes (kOrderedEntry), in row blocks.
   double OrderedLag(const Config& c) const {
@@ -2861,8 +2863,8 @@ class RowKernelGenerator : public KernelGenerator {
   // buffer (cache=output, kOutputStashAccesses): a prologue with operands of the value's shape,
   // whose values a float output holds exactly, and an epilogue that does not read the input.
   bool CanStashInOutput() const {
-    return !per_row_ && p_.chain.PrologueStreamBytesPerElement() > 0 &&
-           p_.out_dtype == v1::FLOAT32 && !p_.chain.EpilogueReadsStreamedInput();
+    return !per_row_ && prologue_stream_bytes_ > 0 && p_.out_dtype == v1::FLOAT32 &&
+           !p_.chain.EpilogueReadsStreamedInput();
   }
   // Whether the output pass reads the row again: not where one value per row is written, nor
   // where a reduction is broadcast back and its epilogue does not read the row input (its
@@ -3022,6 +3024,9 @@ class RowKernelGenerator : public KernelGenerator {
   RowProblem p_;
   GpuModel gpu_;
   bool per_row_;
+  // The chain's per-element figures the prior reads for every config it scores, scanned once.
+  int chain_fast_math_calls_;  // PointwiseChain::FastMathCallsPerElement
+  int prologue_stream_bytes_;  // PointwiseChain::PrologueStreamBytesPerElement
   ParamSpace space_;
 };
 

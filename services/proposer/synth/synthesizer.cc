@@ -265,9 +265,10 @@ std::vector<Config> UntriedStrategies(const std::vector<Config>& ranked,
     if (static_cast<int>(picked.size()) >= n) break;
     std::vector<Config> seed;
     if (value != ranked.front().Get(param)) {
-      for (const Config& c : by_value[value]) {
-        if (seed.empty() && seed_keys.count(c.ToString())) seed.push_back(c);
-      }
+      const std::vector<Config>& configs = by_value[value];
+      auto it = std::find_if(configs.begin(), configs.end(),
+                             [&](const Config& c) { return seed_keys.count(c.ToString()) > 0; });
+      if (it != configs.end()) seed.push_back(*it);
     }
     for (Config& c : seed.empty() ? PickDiverse(by_value[value], 1, /*spread=*/2, chosen) : seed) {
       chosen.push_back(c);
