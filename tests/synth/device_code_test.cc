@@ -552,14 +552,27 @@ TEST(DeviceCodeTest, TicketOrderReadsEveryChunkBeforeItsWriteLagRowBlocksApart) 
   }
 }
 
-// The lag: the budget's bytes in row blocks, rounded, at least one and at most all.
-TEST(DeviceCodeTest, TicketLagIsTheBudgetInRowBlocksRounded) {
+// The lag: the budget's bytes in row blocks, rounded, at least one, scaled by lag_halves / 2
+// (rounded half up), and at most all.
+TEST(DeviceCodeTest, TicketLagIsTheBudgetInRowBlocksRoundedThenScaled) {
   const long long mib = 1 << 20;
-  EXPECT_EQ(kf_ticket_lag(32, 4 * mib, 15 * mib), 4);  // 3.75: the VAE's 4 MB rows
-  EXPECT_EQ(kf_ticket_lag(32, 2 * mib, 15 * mib), 8);  // 7.5
-  EXPECT_EQ(kf_ticket_lag(32, 64 * mib, 15 * mib), 1);
-  EXPECT_EQ(kf_ticket_lag(3, 1024, 15 * mib), 3);
-  EXPECT_EQ(kf_ticket_lag(1, 0, 15 * mib), 1);
+  EXPECT_EQ(kf_ticket_lag(32, 4 * mib, 15 * mib, 2), 4);  // 3.75: the VAE's 4 MB rows
+  EXPECT_EQ(kf_ticket_lag(32, 2 * mib, 15 * mib, 2), 8);  // 7.5
+  EXPECT_EQ(kf_ticket_lag(32, 64 * mib, 15 * mib, 2), 1);
+  EXPECT_EQ(kf_ticket_lag(3, 1024, 15 * mib, 2), 3);
+  EXPECT_EQ(kf_ticket_lag(1, 0, 15 * mib, 2), 1);
+  // The H100's quarter of L2 (12.5 MB) over 8 MB rows: 2 row blocks, then 1, 3 and 4.
+  const long long quarter = 50 * mib / 4;
+  EXPECT_EQ(kf_ticket_lag(32, 8 * mib, quarter, 1), 1);
+  EXPECT_EQ(kf_ticket_lag(32, 8 * mib, quarter, 3), 3);
+  EXPECT_EQ(kf_ticket_lag(32, 8 * mib, quarter, 4), 4);
+  // Over 4 MB rows 3, halved 2 (1.5 rounded up), and 5 at one and a half.
+  EXPECT_EQ(kf_ticket_lag(32, 4 * mib, quarter, 1), 2);
+  EXPECT_EQ(kf_ticket_lag(32, 4 * mib, quarter, 3), 5);
+  // Rows over the budget keep a lag of 1 halved, and the scale stops at every row block.
+  EXPECT_EQ(kf_ticket_lag(32, 64 * mib, quarter, 1), 1);
+  EXPECT_EQ(kf_ticket_lag(32, 64 * mib, quarter, 3), 2);
+  EXPECT_EQ(kf_ticket_lag(5, 2 * mib, quarter, 4), 5);
 }
 
 }  // namespace

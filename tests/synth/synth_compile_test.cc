@@ -169,7 +169,7 @@ TEST_F(SynthCompileTest, WideVectorsOfAWideningOutputCompile) {
     for (const char* cache : {"none", "regs", "smem"}) {
       const std::string config = absl::StrCat(
           "row_threads=128;rows_per_block=1;vec=8;algo=online;cache=", cache,
-          ";reg_cache=16;split=1;split_mode=scratch;unroll=2;fast_math=0;grid=oneshot");
+          ";reg_cache=16;split=1;split_mode=scratch;lag_scale=1;unroll=2;fast_math=0;grid=oneshot");
       v1::CompileResult result =
           CompileSampleConfig(*compiler_, "softmax_into_float32", dtype, config);
       EXPECT_EQ(result.status(), v1::COMPILE_OK)
@@ -185,7 +185,7 @@ TEST_F(SynthCompileTest, OutputPassLoadsBeforeItStores) {
   v1::CompileResult result = CompileSampleConfig(
       *compiler_, "group_norm_affine", v1::FLOAT32,
       "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
-      "split_mode=cluster;unroll=4;grid=oneshot");
+      "split_mode=cluster;lag_scale=1;unroll=4;grid=oneshot");
   ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
   for (const char* entry : {"kf_rows", "kf_rows_captured"}) {
     // The vector loads and stores in PTX order (stores in inline PTX, as .u32): no load after
@@ -210,7 +210,7 @@ TEST_F(SynthCompileTest, RegisterCacheSlotsLoadBeforeTheirWork) {
   v1::CompileResult result = CompileSampleConfig(
       *compiler_, "mean_broadcast_rms_norm", v1::BFLOAT16,  // x f32, the weight bf16
       "row_threads=64;rows_per_block=1;vec=4;cache=regs;reg_cache=16;split=1;"
-      "split_mode=scratch;unroll=1;grid=oneshot");
+      "split_mode=scratch;lag_scale=1;unroll=1;grid=oneshot");
   ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
   for (const char* entry : {"kf_rows", "kf_rows_captured"}) {
     const std::string ptx = EntryPtx(result.ptx(), entry);
@@ -233,7 +233,7 @@ TEST_F(SynthCompileTest, TwoPassSoftmaxKeepsItsExpsInSharedMemory) {
     v1::CompileResult result = CompileSampleConfig(
         *compiler_, "softmax_attention_chain", dtype,
         "row_threads=32;rows_per_block=1;vec=4;algo=two_pass;cache=smem_f32;reg_cache=8;split=1;"
-        "split_mode=scratch;unroll=1;fast_math=1;grid=oneshot;row_order=linear");
+        "split_mode=scratch;lag_scale=1;unroll=1;fast_math=1;grid=oneshot;row_order=linear");
     ASSERT_EQ(result.status(), v1::COMPILE_OK) << v1::DType_Name(dtype) << result.log();
     for (const char* entry : {"kf_rows", "kf_rows_captured"}) {
       const std::string ptx = EntryPtx(result.ptx(), entry);
@@ -252,11 +252,11 @@ TEST_F(SynthCompileTest, TwoPassSoftmaxKeepsItsExpsInSharedMemory) {
 TEST_F(SynthCompileTest, RowCapturedEntryFoldsTheCapturedGeometry) {
   ASSERT_NE(compiler_, nullptr);
   std::string plan_json;
-  v1::CompileResult result = CompileSampleConfig(
-      *compiler_, "mean_broadcast_rms_norm", v1::BFLOAT16,
-      "row_threads=64;rows_per_block=1;vec=4;cache=regs;reg_cache=16;split=1;"
-      "split_mode=scratch;unroll=1;grid=stride",
-      &plan_json);
+  v1::CompileResult result =
+      CompileSampleConfig(*compiler_, "mean_broadcast_rms_norm", v1::BFLOAT16,
+                          "row_threads=64;rows_per_block=1;vec=4;cache=regs;reg_cache=16;split=1;"
+                          "split_mode=scratch;lag_scale=1;unroll=1;grid=stride",
+                          &plan_json);
   ASSERT_EQ(result.status(), v1::COMPILE_OK) << result.log();
   auto plan = LaunchPlan::Parse(plan_json);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -329,15 +329,15 @@ TEST_F(SynthCompileTest, SyncSplitsCompileAsCooperativeLaunches) {
   const std::pair<const char*, const char*> cases[] = {
       {"group_norm_affine",
        "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=smem;reg_cache=8;split=4;"
-       "split_mode=sync;unroll=4;grid=oneshot"},
+       "split_mode=sync;lag_scale=1;unroll=4;grid=oneshot"},
       {"softmax_last",
        "row_threads=32;rows_per_block=2;vec=4;algo=online;cache=none;reg_cache=8;split=2;"
-       "split_mode=sync;unroll=1;fast_math=1;grid=oneshot"},
+       "split_mode=sync;lag_scale=1;unroll=1;fast_math=1;grid=oneshot"},
       {"sum_last",
        "row_threads=64;rows_per_block=1;vec=2;split=4;split_mode=sync;unroll=2;grid=oneshot"},
       {"group_norm_affine",
        "row_threads=256;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
-       "split_mode=sync_keep;unroll=4;grid=oneshot"},
+       "split_mode=sync_keep;lag_scale=1;unroll=4;grid=oneshot"},
   };
   for (const auto& [name, config] : cases) {
     std::string plan_json;
@@ -372,13 +372,13 @@ TEST_F(SynthCompileTest, StreamSplitsCompileAsThreeLaunches) {
   const std::pair<const char*, const char*> cases[] = {
       {"group_norm_affine",
        "row_threads=32;rows_per_block=8;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
-       "split_mode=stream;unroll=4;grid=oneshot"},
+       "split_mode=stream;lag_scale=1;unroll=4;grid=oneshot"},
       {"softmax_last",
        "row_threads=32;rows_per_block=2;vec=4;algo=online;cache=none;reg_cache=8;split=2;"
-       "split_mode=stream;unroll=2;fast_math=0;grid=stride"},
+       "split_mode=stream;lag_scale=1;unroll=2;fast_math=0;grid=stride"},
       {"layer_norm_affine",
        "row_threads=32;rows_per_block=4;vec=4;algo=welford;cache=none;reg_cache=8;split=2;"
-       "split_mode=stream;unroll=1;grid=oneshot"},
+       "split_mode=stream;lag_scale=1;unroll=1;grid=oneshot"},
   };
   for (const auto& [name, config] : cases) {
     std::string plan_json;
@@ -411,13 +411,13 @@ TEST_F(SynthCompileTest, OrderedSplitsCompileAsClearAndOneLaunch) {
   const std::pair<const char*, const char*> cases[] = {
       {"group_norm_affine",
        "row_threads=512;rows_per_block=1;vec=4;algo=welford;cache=none;reg_cache=8;split=4;"
-       "split_mode=ordered;unroll=1;grid=oneshot"},
+       "split_mode=ordered;lag_scale=1;unroll=1;grid=oneshot"},
       {"softmax_last",
        "row_threads=256;rows_per_block=1;vec=1;algo=online;cache=none;reg_cache=8;split=2;"
-       "split_mode=ordered;unroll=2;fast_math=0;grid=oneshot"},
+       "split_mode=ordered;lag_scale=1;unroll=2;fast_math=0;grid=oneshot"},
       {"layer_norm_affine",
        "row_threads=256;rows_per_block=1;vec=1;algo=welford;cache=none;reg_cache=8;split=2;"
-       "split_mode=ordered;unroll=4;grid=oneshot"},
+       "split_mode=ordered;lag_scale=1;unroll=4;grid=oneshot"},
   };
   for (const auto& [name, config] : cases) {
     std::string plan_json;

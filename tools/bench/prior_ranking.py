@@ -8,9 +8,10 @@ passed, how far the prior's first and best-of-five picks are from the fastest me
 the prior rank of that fastest config, and per kind of config (split mode, row cache) the
 median of measured / prior: a kind far above the others is one the prior overrates.
 
-A sweep recorded before a family gained a switch (a parameter whose "0" keeps the kernel as it
-was, such as the elementwise `keep`) names its configs without it: such a config takes the
-prior of the config that adds the new switches at 0.
+A sweep recorded before a family gained a switch (a parameter one of whose values keeps the
+kernel as it was: "0" for the elementwise `keep`, "1" for the ordered split's `lag_scale`)
+names its configs without it: such a config takes the prior of the config that adds the new
+switches at that value.
 
   prior_ranking.py PRIORS.tsv DETAILS_DIR
 """
@@ -29,15 +30,20 @@ def kind(config):
     return mode + ("+" + cache.group(1) if cache else "")
 
 
+# The value of a later switch that keeps the kernel as it was; "0" for the others.
+UNCHANGED = {"lag_scale": "1"}
+
+
 def prior_of(row_priors, config):
-    """The prior of `config`, or of the config that adds switches at 0 (see the docstring)."""
+    """The prior of `config`, or of the config that adds switches as they were (see the
+    docstring)."""
     if config in row_priors:
         return row_priors[config]
     want = params(config)
     for c, us in row_priors.items():
         have = params(c)
         if all(have.get(k) == v for k, v in want.items()) and \
-                all(v == "0" for k, v in have.items() if k not in want):
+                all(v == UNCHANGED.get(k, "0") for k, v in have.items() if k not in want):
             return us
     return None
 

@@ -1001,12 +1001,12 @@ constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
 // in ticket order (an atomic counter): each row block's chunks are read `lag` row blocks
 // before they are written, reads and writes interleaved, so that the write re-reads them from
 // L2 while `lag` row blocks of reads and writes stay within KF_ORDERED_LAG_BYTES (a quarter of
-// L2). A sync split's sweep is all its resident blocks' chunks, most of a VAE group norm,
-// which outgrows L2. A block waits only on items of smaller tickets, held by blocks that have
-// started (the next ticket is taken while an item runs, and is behind it), so the launch needs
-// no co-residency: not cooperative. (H200, group norm 1x128x512x512 fp32, by hand before this
-// mode: 92-96 us at a lag of 8-16 MB, 103-104 at 32-64 MB, the stream split 106.6;
-// docs/benchmarks/2026-12-04-h200-ordered-split.md.)
+// L2; lag_scale scales the row blocks by KF_ORDERED_LAG_HALVES / 2). A sync split's sweep is all
+// its resident blocks' chunks, most of a VAE group norm, which outgrows L2. A block waits only on
+// items of smaller tickets, held by blocks that have started (the next ticket is taken while an
+// item runs, and is behind it), so the launch needs no co-residency: not cooperative. (H200, group
+// norm 1x128x512x512 fp32, by hand before this mode: 92-96 us at a lag of 8-16 MB, 103-104 at 32-64
+// MB, the stream split 106.6; docs/benchmarks/2026-12-04-h200-ordered-split.md.)
 constexpr char kOrderedEntry[] = R"(
 // The vectors loaded before the wait: the first step's, but one of unroll 4's, where two
 // already spilled under the resident blocks' registers (ptxas, sm_90, 256 threads: 16 B).
@@ -1069,7 +1069,7 @@ __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 
   unsigned long long* tickets = kf_tickets(args, rows);
   const kf_i64 row_blocks = kf_ceil_div(rows, KF_RPB);
   const kf_i64 lag = kf_ticket_lag(row_blocks, (kf_i64)KF_RPB * cols * KF_ORDERED_ELEM_BYTES,
-                                   KF_ORDERED_LAG_BYTES);
+                                   KF_ORDERED_LAG_BYTES, KF_ORDERED_LAG_HALVES);
   const unsigned long long total = kf_ticket_count(row_blocks, KF_SPLIT);
   if (threadIdx.x == 0) ticket = atomicAdd(tickets, 1ull);
   __syncthreads();
@@ -1893,6 +1893,12 @@ class RowKernelGenerator : public KernelGenerator {
                       "(sync_keep: in L2, by eviction priorities), or in one launch that "
                       "takes the chunks in ticket order and writes each row block a few row "
                       "blocks after reading it, from L2 (ordered)"});
+    if (!per_row_) {
+      params.push_back({"lag_scale",
+                        {std::begin(kLagScales), std::end(kLagScales)},
+                        "an ordered split's lag (row blocks read between a chunk's read and "
+                        "its write) over the one a quarter of L2 holds"});
+    }
     params.push_back({"unroll", {"1", "2", "4"}, "independent vectors in flight per thread"});
     if (HasFastMathChoice()) {
       params.push_back({"fast_math", {"0", "1"}, "approximate exp, log and division (PTX .ftz)"});
@@ -1927,6 +1933,7 @@ class RowKernelGenerator : public KernelGenerator {
       }
       if (c.Get("cache") != "regs") c.Set("reg_cache", "8");
     }
+    if (!per_row_) c.Set("lag_scale", kLagScales[CanonicalLagScale(c)]);
     if (one_pass_split && HasAlgoChoice(p_.op)) {
       c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
     }
@@ -2380,7 +2387,19 @@ class RowKernelGenerator : public KernelGenerator {
         std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles +
                                                     kItemCyclesPerWarp * warps + (stash ? 300 : 0));
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
-    return synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
+    return OrderedWaitFactor(c, grid) * synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
+  }
+
+  // A write's row block was read about 2 * lag * split tickets before it: where that is not
+  // well over the items the grid holds, writes wait for reads still in flight. H100, VAE
+  // group norms at 256 threads, unroll 4 (the prior's grid 396), lag_scale swept (session 45):
+  // a distance of 0.32x the grid ran 18% over the best lag, 0.48x 20%, 0.65x 7-11%, 0.97x
+  // 5-18%; 1.29x and more within 1% where the window fits L2.
+  static constexpr double kOrderedWaitShare = 0.3, kOrderedWaitDistance = 1.25;
+  double OrderedWaitFactor(const Config& c, double grid) const {
+    const double distance = 2 * OrderedLag(c) * c.GetInt("split");
+    return 1 + kOrderedWaitShare *
+                   std::max(0.0, 1 - distance / (kOrderedWaitDistance * std::max(1.0, grid)));
   }
 
   // The share of an ordered split's re-reads that L2 serves. Between a chunk's read and its
@@ -2412,8 +2431,24 @@ class RowKernelGenerator : public KernelGenerator {
   }
   // The lag the kernel takes (kOrderedEntry), in row blocks.
   double OrderedLag(const Config& c) const {
-    return static_cast<double>(kf_ticket_lag(SyncItems(c) / c.GetInt("split"),
-                                             OrderedRowBlockBytes(c), OrderedLagBytes()));
+    return static_cast<double>(OrderedLagRowBlocks(c, LagHalves(c.Get("lag_scale"))));
+  }
+  int64_t OrderedLagRowBlocks(const Config& c, int lag_halves) const {
+    return kf_ticket_lag(SyncItems(c) / c.GetInt("split"), OrderedRowBlockBytes(c),
+                         OrderedLagBytes(), lag_halves);
+  }
+  // The index in kLagScales of the scale nearest 1 that gives the captured rows this config's
+  // lag (scales that round to one lag, or clamp to all row blocks, are one kernel there), and
+  // 1 outside an ordered split.
+  int CanonicalLagScale(const Config& c) const {
+    if (!InTicketOrder(c)) return kDefaultLagScale;
+    const int64_t lag = OrderedLagRowBlocks(c, LagHalves(c.Get("lag_scale")));
+    int best = -1;
+    for (int i = 0; i < static_cast<int>(std::size(kLagScales)); ++i) {
+      if (OrderedLagRowBlocks(c, LagHalves(kLagScales[i])) != lag) continue;
+      if (best < 0 || std::abs(i - kDefaultLagScale) < std::abs(best - kDefaultLagScale)) best = i;
+    }
+    return best;
   }
 
   // A sync or ordered split's launch of `grid` resident blocks, before its bytes and work.
@@ -2691,7 +2726,8 @@ class RowKernelGenerator : public KernelGenerator {
                   : kSingleEntry;
     if (ordered) {
       absl::StrAppend(&src, "#define KF_ORDERED_LAG_BYTES ", OrderedLagBytes(),
-                      "ll\n#define KF_ORDERED_ELEM_BYTES ", RereadBytesPerElement(c), "ll\n");
+                      "ll\n#define KF_ORDERED_LAG_HALVES ", LagHalves(c.Get("lag_scale")),
+                      "\n#define KF_ORDERED_ELEM_BYTES ", RereadBytesPerElement(c), "ll\n");
       src += kProgrammaticLaunch;
       src += TicketOrderSource();
     }
@@ -2986,6 +3022,14 @@ class RowKernelGenerator : public KernelGenerator {
   // An ordered split's lag, the reads and writes between a chunk's read and its re-read: this
   // share of L2 (by hand on the H200's VAE group norms, 16 MB of its 60 beat 8 and 32-64).
   static constexpr double kOrderedLagL2Share = 0.25;
+  // lag_scale: the lag above, rounded to row blocks, times one of these (rounded half up).
+  static constexpr const char* kLagScales[] = {"0.5", "1", "1.5", "2"};
+  static constexpr int kDefaultLagScale = 1;
+  static int LagHalves(absl::string_view scale) {
+    double value = 1;
+    if (!absl::SimpleAtod(scale, &value)) value = 1;
+    return static_cast<int>(std::lround(2 * value));
+  }
   int64_t OrderedLagBytes() const {
     return static_cast<int64_t>(kOrderedLagL2Share * gpu_.l2_bytes);
   }

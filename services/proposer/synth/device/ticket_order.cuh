@@ -15,10 +15,13 @@ struct KfTicketItem {
   bool write;
 };
 
-// Row blocks between a chunk's read and its write: `lag_bytes` of them, rounded, from 1 to all.
-KF_HD long long kf_ticket_lag(long long row_blocks, long long block_bytes, long long lag_bytes) {
+// Row blocks between a chunk's read and its write: `lag_bytes` of them, rounded, at least 1,
+// times lag_halves / 2, rounded half up, from 1 to all.
+KF_HD long long kf_ticket_lag(long long row_blocks, long long block_bytes, long long lag_bytes,
+                              int lag_halves) {
   const long long bytes = block_bytes > 0 ? block_bytes : 1;
   long long lag = (lag_bytes + bytes / 2) / bytes;
+  lag = ((lag > 1 ? lag : 1) * lag_halves + 1) / 2;
   if (lag > row_blocks) lag = row_blocks;
   return lag > 1 ? lag : 1;
 }
