@@ -2570,13 +2570,17 @@ class RowKernelGenerator : public KernelGenerator {
     // operands of the value's shape, the values after it kept in the output (cache=output):
     // the VAE's residual -> group norm -> SiLU ran 206.9 us so against the stream split's
     // 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches' neighbour moves
-    // do not reach that value from cache=none.
+    // do not reach that value from cache=none. Fast math where the chain has a choice: the
+    // ordered configs of the VAE's group norm -> SiLU ran 0.92x their twins without it (median
+    // of 10, session 44), and session 45's search of 1x256x512x512 never moved its seed's
+    // fast_math=0 (271.1 us; the seed's shape with it 262.5).
     if (!per_row_) {
       Config c = seeds.front();
       c.SetInt("row_threads", 256);
       c.Set("cache", CanStashInOutput() ? "output" : "none");
       c.Set("split_mode", "ordered");
       c.Set("unroll", "4");
+      if (HasFastMathChoice()) c.Set("fast_math", "1");
       int split = 2;
       const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
       while (split < 128 && row_bytes / split > (32 << 10)) split *= 2;
