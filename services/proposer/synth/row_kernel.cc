@@ -2403,16 +2403,22 @@ class RowKernelGenerator : public KernelGenerator {
   }
 
   // The share of an ordered split's re-reads that L2 serves. Between a chunk's read and its
-  // write come the reads of `lag` row blocks (kf_ticket_lag) and the items the `grid` resident
-  // blocks hold: a grid of many small blocks holds a window of tickets that outgrows L2 however
-  // short the lag. H100, VAE group norm 1x128x512x512 fp32 (2026-12-06): every config of 32-128
-  // threads a block ran 195-370 us (their windows 1.1-5.4x L2), the hand-written kernel of 264
-  // blocks of 512 threads and 64 KB items (a 29 MB window) 121 us; the prior had put the small
-  // blocks first. The window's share beyond kOrderedWindowL2Share of L2 goes to DRAM.
+  // write come the reads and the writes of `lag` row blocks (kf_ticket_lag) and the items the
+  // `grid` resident blocks hold: a grid of many small blocks holds a window of tickets that
+  // outgrows L2 however short the lag. The writes pass through L2 as the reads do: Nsight
+  // Compute on the H100 (session 45) had the 8 MB rows at a lag of two (a 57 MB window so
+  // counted) re-read 81% of their input from DRAM, the 2 and 4 MB rows (37 MB) 7% and 16%. H100,
+  // VAE group norm 1x128x512x512 fp32 (2026-12-06): every config of 32-128 threads a block ran
+  // 195-370 us (their windows 1.1-5.4x L2), the hand-written kernel of 264 blocks of 512 threads
+  // and 64 KB items (a 29 MB window) 121 us; the prior had put the small blocks first. The window's
+  // share beyond kOrderedWindowL2Share of L2 goes to DRAM.
   static constexpr double kOrderedWindowL2Share = 0.75;
   double OrderedRereadInL2(const Config& c, double grid) const {
-    const double window =
-        OrderedLag(c) * double(OrderedRowBlockBytes(c)) + grid * double(OrderedItemBytes(c));
+    const double row_block_writes = double(c.GetInt("rows_per_block")) *
+                                    double(std::max<int64_t>(1, p_.cols)) *
+                                    (c.Get("cache") == "output" ? 0 : ElementSize(p_.out_dtype));
+    const double window = OrderedLag(c) * (double(OrderedRowBlockBytes(c)) + row_block_writes) +
+                          grid * double(OrderedItemBytes(c));
     return std::min(1.0, kOrderedWindowL2Share * double(gpu_.l2_bytes) / std::max(1.0, window));
   }
   int64_t OrderedRowBlockBytes(const Config& c) const {
@@ -2561,12 +2567,14 @@ class RowKernelGenerator : public KernelGenerator {
       }
     }
     // The chunks in ticket order, 32 KB each (with the prologue's operands that a write
-    // re-reads beside them) in rows of at most 128 chunks, blocks of 256 threads with 4
-    // vectors a thread in flight: the engine's fastest on the H100's VAE group norms (120.8 us
-    // on 1x128x512x512, 64.5 on 1x256x256x256, as fast as the hand-written ticket kernel;
-    // 512-thread blocks 123.0 and 67.1; docs/benchmarks/2026-12-06-session42.md). The 8 MB rows
-    // of 1x256x512x512 ran 262.7 us in 128 chunks of 64 KB, 289.7 in 256 of 32 KB (with the
-    // SiLU after, session 44). After a prologue with
+    // re-reads beside them), blocks of 256 threads with 4 vectors a thread in flight: the
+    // engine's fastest on the H100's VAE group norms (120.8 us on 1x128x512x512, 64.5 on
+    // 1x256x256x256, as fast as the hand-written ticket kernel; 512-thread blocks 123.0 and
+    // 67.1; docs/benchmarks/2026-12-06-session42.md). The lag the prior rates best: the
+    // shortest not waited for. The 8 MB rows of 1x256x512x512 ran 251.8 us so (256 chunks, a
+    // lag of one row block), 261.3 in 128 chunks at two, 287.0 in 256 at two (with the SiLU
+    // after, session 45); the 2 and 4 MB rows' seeds ran their rows' best lags. After a
+    // prologue with
     // operands of the value's shape, the values after it kept in the output (cache=output):
     // the VAE's residual -> group norm -> SiLU ran 206.9 us so against the stream split's
     // 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches' neighbour moves
@@ -2583,11 +2591,25 @@ class RowKernelGenerator : public KernelGenerator {
       if (HasFastMathChoice()) c.Set("fast_math", "1");
       int split = 2;
       const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
-      while (split < 128 && row_bytes / split > (32 << 10)) split *= 2;
+      while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
+      c.Set("lag_scale", kLagScales[BestLagScale(c)]);
       seeds.push_back(c);
     }
     return seeds;
+  }
+
+  // The index in kLagScales of the lag the prior rates best for `c`, the shortest of equals:
+  // the shortest lag whose reads are far enough ahead of their writes not to be waited for.
+  int BestLagScale(Config c) const {
+    int best = kDefaultLagScale;
+    double best_s = 0;
+    for (int i = 0; i < static_cast<int>(std::size(kLagScales)); ++i) {
+      c.Set("lag_scale", kLagScales[i]);
+      const double s = EstimateSeconds(c);
+      if (i == 0 || s < best_s) best = i, best_s = s;
+    }
+    return best;
   }
 
   static Config WithSplit(Config c, int split) {
