@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <string_view>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -2405,13 +2408,14 @@ class RowKernelGenerator : public KernelGenerator {
   // The share of an ordered split's re-reads that L2 serves. Between a chunk's read and its
   // write come the reads and the writes of `lag` row blocks (kf_ticket_lag) and the items the
   // `grid` resident blocks hold: a grid of many small blocks holds a window of tickets that
-  // outgrows L2 however short the lag. The writes pass through L2 as the reads do: Nsight
-  // Compute on the H100 (session 45) had the 8 MB rows at a lag of two (a 57 MB window so
-  // counted) re-read 81% of their input from DRAM, the 2 and 4 MB rows (37 MB) 7% and 16%. H100,
-  // VAE group norm 1x128x512x512 fp32 (2026-12-06): every config of 32-128 threads a block ran
-  // 195-370 us (their windows 1.1-5.4x L2), the hand-written kernel of 264 blocks of 512 threads
-  // and 64 KB items (a 29 MB window) 121 us; the prior had put the small blocks first. The window's
-  // share beyond kOrderedWindowL2Share of L2 goes to DRAM.
+  // outgrows L2 however short the lag. H100, VAE group norm 1x128x512x512 fp32 (2026-12-06):
+  // every config of 32-128 threads a block ran 195-370 us (their windows 1.1-5.4x L2), the
+  // hand-written kernel of 264 blocks of 512 threads and 64 KB items 121 us; the prior had put
+  // the small blocks first. The writes pass through L2 as the reads do (but for cache=output,
+  // whose write overwrites the line it re-read): Nsight Compute on the H100 (session 45) had
+  // the 8 MB rows at a lag of two (a 57 MB window so counted) re-read 81% of their input from
+  // DRAM, the 2 and 4 MB rows (37 MB) 7% and 16%. The window's share beyond
+  // kOrderedWindowL2Share of L2 goes to DRAM.
   static constexpr double kOrderedWindowL2Share = 0.75;
   double OrderedRereadInL2(const Config& c, double grid) const {
     const double row_block_writes = double(c.GetInt("rows_per_block")) *
@@ -2574,11 +2578,10 @@ class RowKernelGenerator : public KernelGenerator {
     // shortest not waited for. The 8 MB rows of 1x256x512x512 ran 251.8 us so (256 chunks, a
     // lag of one row block), 261.3 in 128 chunks at two, 287.0 in 256 at two (with the SiLU
     // after, session 45); the 2 and 4 MB rows' seeds ran their rows' best lags. After a
-    // prologue with
-    // operands of the value's shape, the values after it kept in the output (cache=output):
-    // the VAE's residual -> group norm -> SiLU ran 206.9 us so against the stream split's
-    // 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches' neighbour moves
-    // do not reach that value from cache=none. Fast math where the chain has a choice: the
+    // prologue with operands of the value's shape, the values after it kept in the output
+    // (cache=output): the VAE's residual -> group norm -> SiLU ran 206.9 us so against the
+    // stream split's 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches'
+    // neighbour moves do not reach that value from cache=none. Fast math where the chain has a
     // ordered configs of the VAE's group norm -> SiLU ran 0.92x their twins without it (median
     // of 10, session 44), and session 45's search of 1x256x512x512 never moved its seed's
     // fast_math=0 (271.1 us; the seed's shape with it 262.5).
@@ -2593,21 +2596,26 @@ class RowKernelGenerator : public KernelGenerator {
       const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
       while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
-      c.Set("lag_scale", kLagScales[BestLagScale(c)]);
+      c.Set("lag_scale", BestLagScale(c));
       seeds.push_back(c);
     }
     return seeds;
   }
 
-  // The index in kLagScales of the lag the prior rates best for `c`, the shortest of equals:
-  // the shortest lag whose reads are far enough ahead of their writes not to be waited for.
-  int BestLagScale(Config c) const {
-    int best = kDefaultLagScale;
-    double best_s = 0;
-    for (int i = 0; i < static_cast<int>(std::size(kLagScales)); ++i) {
-      c.Set("lag_scale", kLagScales[i]);
-      const double s = EstimateSeconds(c);
-      if (i == 0 || s < best_s) best = i, best_s = s;
+  // The lag_scale the prior rates best for `c`, the shortest of equals: the shortest lag whose
+  // reads are far enough ahead of their writes not to be waited for. Scales that are one
+  // kernel for the captured rows count once, by their canonical value.
+  const char* BestLagScale(Config c) const {
+    const char* best = kLagScales[kDefaultLagScale];
+    double best_seconds = std::numeric_limits<double>::infinity();
+    for (const char* scale : kLagScales) {
+      c.Set("lag_scale", scale);
+      if (Canonicalize(c).Get("lag_scale") != scale) continue;
+      const double seconds = EstimateSeconds(c);
+      if (seconds < best_seconds) {
+        best = scale;
+        best_seconds = seconds;
+      }
     }
     return best;
   }
