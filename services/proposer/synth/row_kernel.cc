@@ -1936,7 +1936,7 @@ class RowKernelGenerator : public KernelGenerator {
       }
       if (c.Get("cache") != "regs") c.Set("reg_cache", "8");
     }
-    if (!per_row_) c.Set("lag_scale", kLagScales[CanonicalLagScale(c)]);
+    if (!per_row_) c.Set("lag_scale", CanonicalLagScale(c));
     if (one_pass_split && HasAlgoChoice(p_.op)) {
       c.Set("algo", UsesExp(p_.op) ? "online" : "welford");
     }
@@ -2418,15 +2418,17 @@ class RowKernelGenerator : public KernelGenerator {
   // kOrderedWindowL2Share of L2 goes to DRAM.
   static constexpr double kOrderedWindowL2Share = 0.75;
   double OrderedRereadInL2(const Config& c, double grid) const {
-    const double row_block_writes = double(c.GetInt("rows_per_block")) *
-                                    double(std::max<int64_t>(1, p_.cols)) *
-                                    (c.Get("cache") == "output" ? 0 : ElementSize(p_.out_dtype));
+    const double row_block_writes =
+        double(RowBlockElements(c)) * (c.Get("cache") == "output" ? 0 : ElementSize(p_.out_dtype));
     const double window = OrderedLag(c) * (double(OrderedRowBlockBytes(c)) + row_block_writes) +
                           grid * double(OrderedItemBytes(c));
     return std::min(1.0, kOrderedWindowL2Share * double(gpu_.l2_bytes) / std::max(1.0, window));
   }
+  int64_t RowBlockElements(const Config& c) const {
+    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols);
+  }
   int64_t OrderedRowBlockBytes(const Config& c) const {
-    return c.GetInt("rows_per_block") * std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
+    return RowBlockElements(c) * RereadBytesPerElement(c);
   }
   int64_t OrderedItemBytes(const Config& c) const {
     return c.GetInt("rows_per_block") * Chunk(c) * RereadBytesPerElement(c);
@@ -2447,18 +2449,18 @@ class RowKernelGenerator : public KernelGenerator {
     return kf_ticket_lag(SyncItems(c) / c.GetInt("split"), OrderedRowBlockBytes(c),
                          OrderedLagBytes(), lag_halves);
   }
-  // The index in kLagScales of the scale nearest 1 that gives the captured rows this config's
-  // lag (scales that round to one lag, or clamp to all row blocks, are one kernel there), and
-  // 1 outside an ordered split.
-  int CanonicalLagScale(const Config& c) const {
-    if (!InTicketOrder(c)) return kDefaultLagScale;
+  // The scale nearest 1 in kLagScales that gives the captured rows this config's lag (scales
+  // that round to one lag, or clamp to all row blocks, are one kernel there), and 1 outside
+  // an ordered split.
+  const char* CanonicalLagScale(const Config& c) const {
+    if (!InTicketOrder(c)) return kLagScales[kDefaultLagScale];
     const int64_t lag = OrderedLagRowBlocks(c, LagHalves(c.Get("lag_scale")));
     int best = -1;
     for (int i = 0; i < static_cast<int>(std::size(kLagScales)); ++i) {
       if (OrderedLagRowBlocks(c, LagHalves(kLagScales[i])) != lag) continue;
       if (best < 0 || std::abs(i - kDefaultLagScale) < std::abs(best - kDefaultLagScale)) best = i;
     }
-    return best;
+    return kLagScales[best];
   }
 
   // A sync or ordered split's launch of `grid` resident blocks, before its bytes and work.
@@ -2582,9 +2584,9 @@ class RowKernelGenerator : public KernelGenerator {
     // (cache=output): the VAE's residual -> group norm -> SiLU ran 206.9 us so against the
     // stream split's 230.9 (H100, docs/benchmarks/2026-12-06-session44.md), and the searches'
     // neighbour moves do not reach that value from cache=none. Fast math where the chain has a
-    // ordered configs of the VAE's group norm -> SiLU ran 0.92x their twins without it (median
-    // of 10, session 44), and session 45's search of 1x256x512x512 never moved its seed's
-    // fast_math=0 (271.1 us; the seed's shape with it 262.5).
+    // choice: the ordered configs of the VAE's group norm -> SiLU ran 0.92x their twins without
+    // it (median of 10, session 44), and session 45's search of 1x256x512x512 never moved its
+    // seed's fast_math=0 (271.1 us; the seed's shape with it 262.5).
     if (!per_row_) {
       Config c = seeds.front();
       c.SetInt("row_threads", 256);
