@@ -42,7 +42,6 @@ absl::StatusOr<CudaDriver> Load() {
   Resolve(lib, "cuFuncGetAttribute", &d.func_get_attribute, &missing);
   Resolve(lib, "cuLaunchKernelEx", &d.launch_kernel_ex, &missing);
   Resolve(lib, "cuStreamIsCapturing", &d.stream_is_capturing, &missing);
-  Resolve(lib, "cuMemsetD8Async", &d.memset_d8_async, &missing);
   if (!missing.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the CUDA driver (libcuda.so.1) lacks ", missing,

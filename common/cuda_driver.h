@@ -28,7 +28,6 @@ struct CudaDriver {
   decltype(&::cuFuncGetAttribute) func_get_attribute = nullptr;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
   decltype(&::cuStreamIsCapturing) stream_is_capturing = nullptr;
-  decltype(&::cuMemsetD8Async) memset_d8_async = nullptr;
 
   // The process-wide table, loaded and cuInit'ed once. FailedPrecondition naming libcuda
   // and the reason when there is no usable driver.

@@ -139,14 +139,11 @@ void SetLauncherFields(KfArgs* args) {
 }
 
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
-                           const KernelFunctions& functions, CUstream stream, KfArgs* args,
-                           ScratchState scratch) {
+                           const KernelFunctions& functions, CUstream stream, KfArgs* args) {
   SetLauncherFields(args);
   const bool captured_call = plan.captured && IsCapturedCall(*plan.captured, *args);
-  bool launched_before = false;
   for (size_t i = 0; i < plan.launches.size(); ++i) {
     const ResolvedLaunch& launch = plan.launches[i];
-    if (launch.clears_scratch && scratch == ScratchState::kZeroed) continue;
     const bool captured = captured_call && !launch.captured_entry.empty();
     const std::string& entry = captured ? launch.captured_entry : launch.entry;
     auto it = functions.find(entry);
@@ -179,7 +176,7 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
       a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
       a.value.cooperative = 1;
     }
-    if (launch.early_start && it->second.early_start && launched_before) {
+    if (launch.early_start && it->second.early_start) {
       // Programmatic dependent launch: the grid may be scheduled while the one before it
       // drains; the kernel waits (griddepcontrol.wait) before reading what that one wrote.
       // Code for an older GPU has no such wait, and runs after the launch before it as usual.
@@ -203,7 +200,6 @@ absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
                              " (a cooperative launch's blocks must all fit on the GPU at once)")
               : driver.Describe(r)));
     }
-    launched_before = true;
   }
   return absl::OkStatus();
 }

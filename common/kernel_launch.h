@@ -49,21 +49,12 @@ absl::Status PrepareKernelFunctions(const CudaDriver& driver, const ResolvedPlan
 // Sets the fields of `args` the launcher derives from its tensors: shape_key and data.
 void SetLauncherFields(KfArgs* args);
 
-// What a call's scratch holds in the plan's zeroed bytes ([scratch_zeroed_from, scratch_bytes)).
-enum class ScratchState {
-  kFresh,   // anything: the plan's clearing launches run first
-  kZeroed,  // zeros, as the plan's launches leave them: a scratch kept between calls on one
-            // stream skips the clearing launches
-};
-
-// Launches the launches of `plan` in order on `stream` (the clearing ones only for a fresh
-// scratch) with `args` as the one kernel parameter, its launcher fields set; when the call is
-// the plan's captured one (its shape key and alignment), a launch's captured entry instead,
-// with KfCapturedArgs (args->data). An early_start launch starts early only after another of
-// the call. No synchronization and no host copies, so it can be captured into a CUDA graph.
-// An error names the launch, its configuration and the driver's reason.
+// Launches every launch of `plan` in order on `stream` with `args` as the one kernel
+// parameter, its launcher fields set; when the call is the plan's captured one (its shape key
+// and alignment), a launch's captured entry instead, with KfCapturedArgs (args->data). No
+// synchronization and no host copies, so it can be captured into a CUDA graph. An error names
+// the launch, its configuration and the driver's reason.
 absl::Status LaunchKernels(const CudaDriver& driver, const ResolvedPlan& plan,
-                           const KernelFunctions& functions, CUstream stream, KfArgs* args,
-                           ScratchState scratch);
+                           const KernelFunctions& functions, CUstream stream, KfArgs* args);
 
 }  // namespace kforge

@@ -199,9 +199,8 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
   if (!root.is_object()) {
     return PlanError("", absl::StrCat("expected a JSON object, got ", root.type_name()));
   }
-  if (absl::Status keys = CheckKeys(
-          root, "",
-          {"let", "scratch_bytes", "scratch_zeroed_from", "launches", "requires", "captured"});
+  if (absl::Status keys = CheckKeys(root, "", {"let", "scratch_bytes", "launches", "requires",
+                                                  "captured"});
       !keys.ok()) {
     return keys;
   }
@@ -244,11 +243,6 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
     if (!value.ok()) return value.status();
     plan.scratch_bytes_ = *std::move(value);
   }
-  if (auto it = root.find("scratch_zeroed_from"); it != root.end()) {
-    auto value = ParseIntField(*it, "scratch_zeroed_from");
-    if (!value.ok()) return value.status();
-    plan.scratch_zeroed_from_ = *std::move(value);
-  }
 
   auto launches = root.find("launches");
   if (launches == root.end()) return PlanError("", "no 'launches' (at least one is required)");
@@ -269,7 +263,7 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
     if (absl::Status keys =
             CheckKeys(item, path,
                       {"entry", "grid", "block", "shared_bytes", "cluster", "cooperative",
-                       "early_start", "clears_scratch", "captured_entry"});
+                       "early_start", "captured_entry"});
         !keys.ok()) {
       return keys;
     }
@@ -338,29 +332,7 @@ absl::StatusOr<LaunchPlan> LaunchPlan::Parse(std::string_view text) {
                          "a cooperative launch cannot start early");
       }
     }
-    if (auto clears = item.find("clears_scratch"); clears != item.end()) {
-      if (!clears->is_boolean()) {
-        return PlanError(LaunchPath(i, "clears_scratch"), "expected true or false");
-      }
-      launch.clears_scratch = clears->get<bool>();
-      if (launch.clears_scratch && plan.scratch_zeroed_from_.empty()) {
-        return PlanError(LaunchPath(i, "clears_scratch"),
-                         "the plan has no 'scratch_zeroed_from' for the launch to zero");
-      }
-    }
     plan.launches_.push_back(std::move(launch));
-  }
-  // A launcher with a fresh scratch runs the clearing launches, one that keeps its scratch
-  // zeroed between calls skips them: each needs something to run.
-  const auto clearing = std::count_if(plan.launches_.begin(), plan.launches_.end(),
-                                      [](const Launch& l) { return l.clears_scratch; });
-  if (!plan.scratch_zeroed_from_.empty() && clearing == 0) {
-    return PlanError("scratch_zeroed_from",
-                     "no launch has \"clears_scratch\": true to zero those bytes in a fresh "
-                     "scratch");
-  }
-  if (clearing > 0 && clearing == static_cast<int64_t>(plan.launches_.size())) {
-    return PlanError("launches", "every launch clears the scratch; none does the work");
   }
 
   if (auto it = root.find("requires"); it != root.end()) {
@@ -436,17 +408,6 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
     return PlanError("scratch_bytes", absl::StrCat("is ", *scratch, "; it must be at least 0"));
   }
   resolved.scratch_bytes = *scratch;
-  resolved.scratch_zeroed_from = *scratch;
-  if (!scratch_zeroed_from_.empty()) {
-    auto from = Evaluate(scratch_zeroed_from_, resolved.symbols, "scratch_zeroed_from");
-    if (!from.ok()) return from.status();
-    if (*from < 0 || *from > *scratch) {
-      return PlanError(
-          "scratch_zeroed_from",
-          absl::StrCat("is ", *from, "; it must be from 0 to scratch_bytes (", *scratch, ")"));
-    }
-    resolved.scratch_zeroed_from = *from;
-  }
   for (size_t i = 0; i < requirements_.multiple_of.size(); ++i) {
     const auto& [expr, multiple] = requirements_.multiple_of[i];
     const std::string path = absl::StrCat("requires.multiple_of[", i, "]");
@@ -518,7 +479,6 @@ absl::StatusOr<ResolvedPlan> LaunchPlan::Resolve(const SymbolTable& symbols) con
     }
     out.cooperative = launch.cooperative;
     out.early_start = launch.early_start;
-    out.clears_scratch = launch.clears_scratch;
     out.captured_entry = launch.captured_entry;
     resolved.launches.push_back(std::move(out));
   }

@@ -41,7 +41,6 @@ struct ResolvedLaunch {
   std::optional<Dim3> cluster;  // thread-block cluster, when the plan asks for one
   bool cooperative = false;     // all blocks co-resident, or the launch is refused
   bool early_start = false;     // may start while the launch before it drains (sm_90+)
-  bool clears_scratch = false;  // only zeroes the scratch's zeroed bytes (ScratchState)
 };
 
 // The call a kernel was specialized for: the launcher compares a call's KfArgs::shape_key
@@ -57,9 +56,6 @@ struct ResolvedPlan {
   std::vector<ResolvedLaunch> launches;
   std::optional<CapturedCall> captured;
   int64_t scratch_bytes = 0;
-  // Bytes [scratch_zeroed_from, scratch_bytes) are zero when the launches start and when they
-  // end; scratch_bytes when the plan has none.
-  int64_t scratch_zeroed_from = 0;
   SymbolTable symbols;  // the bound symbols plus the plan's `let` names
 };
 
@@ -83,7 +79,6 @@ class LaunchPlan {
     std::optional<std::array<std::string, 3>> cluster;
     bool cooperative = false;
     bool early_start = false;
-    bool clears_scratch = false;
     std::string captured_entry;  // empty: none
   };
 
@@ -98,21 +93,18 @@ class LaunchPlan {
   const std::vector<Launch>& launches() const { return launches_; }
   const std::vector<std::pair<std::string, std::string>>& let() const { return let_; }
   const std::string& scratch_bytes() const { return scratch_bytes_; }
-  const std::string& scratch_zeroed_from() const { return scratch_zeroed_from_; }  // "": none
   // Whitespace- and key-order-independent form of the plan, for cache keys.
   const std::string& canonical_json() const { return canonical_json_; }
 
   // Evaluates every field against `symbols` (see BindShapeSymbols) and checks the CUDA limits:
   // block x,y <= 1024, z <= 64, x*y*z <= 1024; grid x <= 2^31-1, y,z <= 65535; every
-  // dimension >= 1; cluster product <= 16 and dividing the grid; shared and scratch bytes >= 0,
-  // scratch_zeroed_from from 0 to scratch_bytes;
+  // dimension >= 1; cluster product <= 16 and dividing the grid; shared and scratch bytes >= 0;
   // every requires.multiple_of holds (else FailedPrecondition: the kernel is not for the shape).
   absl::StatusOr<ResolvedPlan> Resolve(const SymbolTable& symbols) const;
 
  private:
   std::vector<std::pair<std::string, std::string>> let_;
   std::string scratch_bytes_ = "0";
-  std::string scratch_zeroed_from_;
   std::vector<Launch> launches_;
   Requirements requirements_;
   std::optional<CapturedCall> captured_;

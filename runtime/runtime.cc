@@ -153,10 +153,6 @@ struct LoadedModule {
   KernelFunctions functions;
   ResolvedPlan plan;
   KfArgs prototype;
-  // A plan with zeroed scratch bytes gets a scratch kept per stream (guarded by Bundle::mu),
-  // zeroed on the stream's first call outside CUDA-graph capture; its launches leave it zeroed,
-  // so later calls skip the clearing launches. Never freed: a captured graph may launch on it.
-  std::map<CUstream, at::Tensor> kept_scratch;
 };
 
 struct KernelState {
@@ -394,30 +390,6 @@ LoadedModule* LoadModule(Bundle& bundle, KernelState& k, const CudaDriver& drive
   return &m;
 }
 
-// The scratch kept for `module`'s calls on `stream`, or nullptr for a call that takes a fresh
-// one: the plan has no zeroed bytes, or the stream is capturing before its first call (an
-// allocation there would come from the graph's pool, freed with the graph).
-void* KeptScratch(Bundle& bundle, LoadedModule& module, const CudaDriver& driver, CUstream stream,
-                  c10::Device device) {
-  const ResolvedPlan& plan = module.plan;
-  if (plan.scratch_zeroed_from >= plan.scratch_bytes) return nullptr;
-  std::lock_guard<std::mutex> lock(bundle.mu);
-  if (auto it = module.kept_scratch.find(stream); it != module.kept_scratch.end()) {
-    return it->second.data_ptr();
-  }
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (driver.stream_is_capturing(stream, &capture) != CUDA_SUCCESS ||
-      capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    return nullptr;
-  }
-  at::Tensor scratch(at::detail::empty_cuda({plan.scratch_bytes}, at::kByte, device, std::nullopt));
-  if (driver.memset_d8_async(reinterpret_cast<CUdeviceptr>(scratch.data_ptr()), 0,
-                             static_cast<size_t>(plan.scratch_bytes), stream) != CUDA_SUCCESS) {
-    return nullptr;
-  }
-  return module.kept_scratch.emplace(stream, std::move(scratch)).first->second.data_ptr();
-}
-
 // Runs kernel `k` on `inputs` (its guards hold); kNone and `outputs` on success.
 FallbackReason Launch(Bundle& bundle, KernelState& k, c10::ArrayRef<at::Tensor> inputs,
                       std::vector<at::Tensor>* outputs) {
@@ -470,25 +442,19 @@ FallbackReason Launch(Bundle& bundle, KernelState& k, c10::ArrayRef<at::Tensor> 
     outputs->push_back(std::move(out));
   }
   at::Tensor scratch;
-  ScratchState scratch_state = ScratchState::kFresh;
   if (module->plan.scratch_bytes > 0) {
-    args.scratch.data = KeptScratch(bundle, *module, **driver, stream, device);
-    if (args.scratch.data != nullptr) {
-      scratch_state = ScratchState::kZeroed;
-    } else {
-      scratch = at::Tensor(
-          at::detail::empty_cuda({module->plan.scratch_bytes}, at::kByte, device, std::nullopt));
-      args.scratch.data = scratch.data_ptr();
-    }
+    scratch = at::Tensor(
+        at::detail::empty_cuda({module->plan.scratch_bytes}, at::kByte, device, std::nullopt));
+    args.scratch.data = scratch.data_ptr();
   }
   if (absl::Status s =
-          LaunchKernels(**driver, module->plan, module->functions, stream, &args, scratch_state);
+          LaunchKernels(**driver, module->plan, module->functions, stream, &args);
       !s.ok()) {
     WarnOnce(k, std::string(s.message()));
     outputs->clear();
     return FallbackReason::kLaunchError;
   }
-  // A fresh scratch goes back to the caching allocator, which orders its reuse after the
+  // The scratch buffer goes back to the caching allocator, which orders its reuse after the
   // kernel on this stream.
   return FallbackReason::kNone;
 }

@@ -22,7 +22,6 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/randn.h>
-#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -385,7 +384,7 @@ class CandidateEvaluation {
                                   const std::vector<at::Tensor>& outputs,
                                   const at::Tensor& scratch, KfArgs* args);
   // Launches every launch of `plan` on the current stream; a refused launch is LAUNCH_ERROR.
-  std::optional<Failure> Launch(const ResolvedPlan& plan, KfArgs& args, ScratchState scratch);
+  std::optional<Failure> Launch(const ResolvedPlan& plan, KfArgs& args);
   std::optional<std::vector<std::vector<int64_t>>> HeldOutShape() const;
   // Synchronizes the stream; a fault is classified and marks a sticky error.
   std::optional<Failure> Sync();
@@ -587,10 +586,8 @@ std::optional<Failure> CandidateEvaluation::FillArgs(const std::vector<at::Tenso
   return std::nullopt;
 }
 
-std::optional<Failure> CandidateEvaluation::Launch(const ResolvedPlan& plan, KfArgs& args,
-                                                   ScratchState scratch) {
-  absl::Status launched =
-      LaunchKernels(*gpu_.driver_, plan, functions_, gpu_.stream(), &args, scratch);
+std::optional<Failure> CandidateEvaluation::Launch(const ResolvedPlan& plan, KfArgs& args) {
+  absl::Status launched = LaunchKernels(*gpu_.driver_, plan, functions_, gpu_.stream(), &args);
   if (launched.ok()) return std::nullopt;
   if (!gpu_.ContextHealthy()) context_lost_ = true;
   Failure f = Fail(v1::LAUNCH_ERROR, std::string(launched.message()));
@@ -685,10 +682,6 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
     return f;
   };
 
-  // The plan's zeroed scratch bytes: the first run's clearing launches zero them, later runs
-  // start from what the run before left (a kept scratch's calls), and each run must leave
-  // them zero.
-  const int64_t zeroed_from = plan.scratch_zeroed_from;
   std::vector<at::Tensor> first_run;
   for (int run = 0; run < runs; ++run) {
     Poison poison = run % 2 == 0 ? Poison::kA : Poison::kB;
@@ -696,31 +689,13 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
     for (size_t j = 0; j < out_views.size(); ++j) {
       FillBits(out_views[j], PoisonBits(ToProtoDType(out_views[j].scalar_type()), poison));
     }
-    const ScratchState state = run == 0 ? ScratchState::kFresh : ScratchState::kZeroed;
-    if (scratch_bytes > 0) {
-      FillBits(
-          scratch.view.narrow(0, 0, state == ScratchState::kFresh ? scratch_bytes : zeroed_from),
-          PoisonBits(v1::UINT8, poison));
-    }
-    if (auto f = Launch(plan, args, state)) return tag(*f);
+    if (scratch_bytes > 0) FillBits(scratch.view, PoisonBits(v1::UINT8, poison));
+    if (auto f = Launch(plan, args)) return tag(*f);
     if (auto f = Sync()) return tag(*f);
 
     std::string run_label = runs > 1 ? absl::StrCat(" (run ", run + 1, " of ", runs, ")") : "";
     for (const GuardedBuffer* b : {&scratch}) {
       if (std::string d = CanaryDamage(*b); !d.empty()) return tag(Fail(v1::OUT_OF_BOUNDS, d));
-    }
-    if (zeroed_from < scratch_bytes) {
-      const at::Tensor left = scratch.view.narrow(0, zeroed_from, scratch_bytes - zeroed_from);
-      const at::Tensor nonzero = left.nonzero();
-      if (nonzero.size(0) > 0) {
-        return tag(Fail(v1::NONDETERMINISTIC,
-                        absl::StrFormat("scratch byte %d is not zero after the run: the plan's "
-                                        "scratch_zeroed_from (%d) says its launches leave bytes "
-                                        "[%d, %d) zero, so a scratch kept for the next call "
-                                        "would start from it%s",
-                                        zeroed_from + nonzero[0][0].item<int64_t>(), zeroed_from,
-                                        zeroed_from, scratch_bytes, run_label)));
-      }
     }
     for (auto* bufs : {&in_bufs, &out_bufs}) {
       for (const GuardedBuffer& b : *bufs) {
@@ -809,7 +784,7 @@ std::optional<Failure> CandidateEvaluation::ValidateSet(const std::string& set_n
     aliased_outs[j] = in_views[k];
     KfArgs aliased;
     if (auto f = FillArgs(in_views, aliased_outs, scratch.view, &aliased)) return tag(*f);
-    if (auto f = Launch(plan, aliased, ScratchState::kZeroed)) return tag(*f);
+    if (auto f = Launch(plan, aliased)) return tag(*f);
     if (auto f = Sync()) return tag(*f);
     if (std::string d = CanaryDamage(in_bufs[k]); !d.empty()) {
       return tag(Fail(v1::OUT_OF_BOUNDS, d + " (run in place)"));
@@ -860,9 +835,7 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
     for (const at::Tensor& o : outputs) {
       set.outputs.push_back(at::empty_strided(o.sizes(), o.strides(), o.options()));
     }
-    // Zeroed once, then kept as the runtime keeps a stream's: the plan's launches leave its
-    // zeroed bytes zero (validation checked), and no clearing launch is timed.
-    set.scratch = at::zeros({std::max<int64_t>(scratch_bytes, 1)},
+    set.scratch = at::empty({std::max<int64_t>(scratch_bytes, 1)},
                             at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
     if (auto f = FillArgs(set.inputs, set.outputs, set.scratch, &set.args)) return f;
     set.args.scratch.numel = scratch_bytes;
@@ -871,7 +844,7 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
 
   CUstream s = gpu_.stream();
   std::optional<absl::Status> eager_error;
-  auto launch_candidate = [&](Set& set) { return Launch(plan, set.args, ScratchState::kZeroed); };
+  auto launch_candidate = [&](Set& set) { return Launch(plan, set.args); };
   auto launch_eager = [&](Set& set) {
     absl::StatusOr<std::vector<at::Tensor>> r = runner_->Run(
         set.inputs, ReferenceRunner::Precision::kNative, ReferenceRunner::Writes::kInPlace);

@@ -145,49 +145,6 @@ TEST(LaunchPlanTest, EarlyStartIsABooleanOnALaterOrdinaryLaunch) {
               HasSubstr("a cooperative launch cannot start early"));
 }
 
-// scratch_zeroed_from: the scratch's counters, zero when the launches start and when they end;
-// a launch that clears them runs for a fresh scratch only (LaunchKernels' ScratchState).
-TEST(LaunchPlanTest, ZeroedScratchBytesComeWithALaunchThatClearsThem) {
-  auto plan_with = [](absl::string_view top, absl::string_view first_extra) {
-    return absl::StrCat(R"({"scratch_bytes": "ROWS * 8 + 16", "let": [["ROWS", 4]])", top,
-                        R"(, "launches": [{"entry": "clear", "grid": [1], "block": [256])",
-                        first_extra, R"(}, {"entry": "work", "grid": [8], "block": [256]}]})");
-  };
-  auto plan = LaunchPlan::Parse(
-      plan_with(R"(, "scratch_zeroed_from": "ROWS * 8")", R"(, "clears_scratch": true)"));
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->scratch_zeroed_from(), "ROWS * 8");
-  EXPECT_TRUE(plan->launches()[0].clears_scratch);
-  EXPECT_FALSE(plan->launches()[1].clears_scratch);
-  auto resolved = plan->Resolve(BindSymbols({}, {}, {}, 132));
-  ASSERT_TRUE(resolved.ok()) << resolved.status();
-  EXPECT_EQ(resolved->scratch_bytes, 48);
-  EXPECT_EQ(resolved->scratch_zeroed_from, 32);
-  EXPECT_TRUE(resolved->launches[0].clears_scratch);
-  EXPECT_FALSE(resolved->launches[1].clears_scratch);
-  EXPECT_THAT(plan->canonical_json(), HasSubstr("\"clears_scratch\":true"));
-
-  // Without the field no byte is zeroed: the range is empty.
-  auto plain = LaunchPlan::Parse(plan_with("", ""));
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  EXPECT_EQ(plain->Resolve(BindSymbols({}, {}, {}, 132))->scratch_zeroed_from, 48);
-
-  EXPECT_THAT(ParseError(plan_with("", R"(, "clears_scratch": true)")),
-              HasSubstr("launches[0].clears_scratch: the plan has no 'scratch_zeroed_from'"));
-  EXPECT_THAT(ParseError(plan_with(R"(, "scratch_zeroed_from": 0)", "")),
-              HasSubstr("scratch_zeroed_from: no launch has \"clears_scratch\": true"));
-  EXPECT_THAT(ParseError(plan_with(R"(, "scratch_zeroed_from": 0)", R"(, "clears_scratch": 1)")),
-              HasSubstr("launches[0].clears_scratch: expected true or false"));
-  EXPECT_THAT(ParseError(R"({"scratch_bytes": 8, "scratch_zeroed_from": 0, "launches": [
-                              {"entry": "clear", "grid": [1], "block": [32],
-                               "clears_scratch": true}]})"),
-              HasSubstr("every launch clears the scratch; none does the work"));
-  EXPECT_THAT(ResolveError(plan_with(R"(, "scratch_zeroed_from": "ROWS * 16")",
-                                     R"(, "clears_scratch": true)"),
-                           BindSymbols({}, {}, {}, 132)),
-              HasSubstr("scratch_zeroed_from: is 64; it must be from 0 to scratch_bytes (48)"));
-}
-
 // captured: the call the captured entries are for, as a hex string key (JSON numbers lose
 // 64-bit precision in many writers) and an alignment; a captured entry and a captured call
 // come together.

@@ -75,15 +75,12 @@ TEST(RuntimeExportTest, TheManifestValidatesAndDescribesTheWinner) {
   EXPECT_TRUE(k.inputs[0].contiguous);        // softmax_two_launches.json requires it
   EXPECT_EQ(k.inputs[0].alignment_bytes, 16);  // max(plan's 4, what validation proved)
   EXPECT_EQ(k.int_args, (std::vector<int64_t>{-1}));  // dim; dtype None is not an ABI scalar
-  // The plan as validated: a launch that clears the scratch's counters, then two through
-  // scratch, the last early_start.
+  // The plan as validated: two launches through scratch, the second early_start.
   absl::StatusOr<LaunchPlan> plan = LaunchPlan::Parse(k.launch_plan_json);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  ASSERT_EQ(plan->launches().size(), 3u);
-  EXPECT_TRUE(plan->launches()[0].clears_scratch);
-  EXPECT_EQ(plan->scratch_zeroed_from(), "ROWS * 8");
-  EXPECT_FALSE(plan->launches()[1].early_start);
-  EXPECT_TRUE(plan->launches()[2].early_start);
+  ASSERT_EQ(plan->launches().size(), 2u);
+  EXPECT_FALSE(plan->launches()[0].early_start);
+  EXPECT_TRUE(plan->launches()[1].early_start);
   ASSERT_EQ(k.binaries.size(), 1u);
   EXPECT_TRUE(k.binaries[0].validated);
   EXPECT_THAT(k.gpu_name, HasSubstr("SimulatedValidation"));

@@ -2064,9 +2064,7 @@ TEST(SynthesizerTest, StreamSplitPlansTheOutputPassPerRowSpan) {
 
 // An ordered split's plan: a clearing launch over the row blocks' counters, then about the
 // resident blocks taking twice the (row block, chunk) items in ticket order, with scratch for
-// the partials, the arrival counters, the ticket and the blocks done; the lag is sized by the
-// GPU's L2. The counters are the scratch's zeroed bytes: the ordered launch leaves them zero,
-// so a scratch kept between calls skips the clearing launch.
+// the partials, the arrival counters and the ticket; the lag is sized by the GPU's L2.
 TEST(SynthesizerTest, OrderedSplitPlansAClearThenResidentBlocksTakingTickets) {
   const v1::Target target = Sample(SampleTargets(v1::FLOAT32), "group_norm_affine").target;
   auto generator = Bind(target);  // 8x256x32x32, 32 groups: 256 rows of 8192
@@ -2080,10 +2078,6 @@ TEST(SynthesizerTest, OrderedSplitPlansAClearThenResidentBlocksTakingTickets) {
   ASSERT_EQ(resolved->launches.size(), 2u);
   EXPECT_EQ(resolved->launches[0].entry, "kf_rows_clear");
   EXPECT_EQ(resolved->launches[0].grid, (Dim3{1, 1, 1}));  // 256 row blocks' counters
-  EXPECT_TRUE(resolved->launches[0].clears_scratch);
-  EXPECT_FALSE(resolved->launches[1].clears_scratch);
-  EXPECT_EQ(resolved->scratch_zeroed_from, 256 * 4 * 12);  // after the partials
-  EXPECT_THAT(planned->kernel.source, HasSubstr("*kf_blocks_done(tickets) = 0;"));
   EXPECT_EQ(resolved->launches[1].entry, "kf_rows_ordered");
   EXPECT_EQ(resolved->launches[1].block, (Dim3{256, 1, 1}));
   // 132 SMs times the blocks of 256 threads resident on one, under the 2,048 tickets.

@@ -407,10 +407,8 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
   args.num_float_args = static_cast<int>(scalars.floats.size());
 
   CUstream s = c10::cuda::getCurrentCUDAStream().stream();
-  // The correctness run clears the scratch's zeroed bytes; the timed runs start from what the
-  // run before left there, as the evaluator's timing and the runtime do.
-  auto launch = [&](ScratchState scratch) -> std::string {
-    absl::Status launched = LaunchKernels(**driver, *resolved, *functions, s, &args, scratch);
+  auto launch_all = [&]() -> std::string {
+    absl::Status launched = LaunchKernels(**driver, *resolved, *functions, s, &args);
     return launched.ok() ? "" : std::string(launched.message());
   };
   auto lost = [&](const std::string& verdict, const std::string& message) {
@@ -422,7 +420,7 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
   for (GuardedOutput& o : outputs_) {
     FillBits(o.view, PoisonBits(ToProtoDType(o.view.scalar_type()), Poison::kA));
   }
-  if (std::string e = launch(ScratchState::kFresh); !e.empty()) return lost("LAUNCH_ERROR", e);
+  if (std::string e = launch_all(); !e.empty()) return lost("LAUNCH_ERROR", e);
   if ((r = cuStreamSynchronize(s)) != CUDA_SUCCESS) {
     return lost(r == CUDA_ERROR_ILLEGAL_ADDRESS ? "OUT_OF_BOUNDS" : "CRASH",
                 "the kernel faulted: " + CuDescribe(r));
@@ -452,7 +450,7 @@ json QuickRunner::RunJob(int index, bool* context_lost) {
   }
   out["max_normalized"] = worst;
 
-  Timed t = Time([&] { return launch(ScratchState::kZeroed); }, true);
+  Timed t = Time(launch_all, true);
   if (!t.error.empty()) return lost("CRASH", t.error);
   const double median = Median(t.seconds);
   if (!t.pruned) best_s_ = std::min(best_s_, median);

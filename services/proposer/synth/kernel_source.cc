@@ -357,7 +357,6 @@ std::string PlanJson(const PlanSpec& plan) {
   for (const auto& [name, expr] : plan.let) let.push_back({name, expr});
   json["let"] = let;
   json["scratch_bytes"] = plan.scratch_bytes;
-  if (!plan.scratch_zeroed_from.empty()) json["scratch_zeroed_from"] = plan.scratch_zeroed_from;
   nlohmann::ordered_json launches = nlohmann::ordered_json::array();
   for (const PlanLaunch& launch : plan.launches) {
     nlohmann::ordered_json l;
@@ -368,7 +367,6 @@ std::string PlanJson(const PlanSpec& plan) {
     if (!launch.cluster.empty()) l["cluster"] = launch.cluster;
     if (launch.cooperative) l["cooperative"] = true;
     if (launch.early_start) l["early_start"] = true;
-    if (launch.clears_scratch) l["clears_scratch"] = true;
     if (!launch.captured_entry.empty()) l["captured_entry"] = launch.captured_entry;
     launches.push_back(l);
   }

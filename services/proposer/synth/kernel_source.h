@@ -77,8 +77,6 @@ struct PlanLaunch {
   // Programmatic dependent launch: the kernel runs kf_wait_previous() before it reads what an
   // earlier launch of the plan wrote (docs/launch-plan.md).
   bool early_start = false;
-  // Only zeroes the plan's scratch_zeroed_from bytes; a scratch kept between calls skips it.
-  bool clears_scratch = false;
   // Launched instead of `entry`, with KfCapturedArgs, for the plan's captured call.
   std::string captured_entry{};  // empty: none
 };
@@ -90,8 +88,6 @@ inline constexpr char kNoPerElementPath[] = " (a vector kernel has no per-elemen
 struct PlanSpec {
   std::vector<std::pair<std::string, std::string>> let;
   std::string scratch_bytes = "0";
-  // Where the scratch's counters start, which the launches find and leave zero; empty: none.
-  std::string scratch_zeroed_from;
   std::vector<PlanLaunch> launches;
   bool contiguous = true;
   int alignment_bytes = 0;  // 0: no requirement beyond the element size

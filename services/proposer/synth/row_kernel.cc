@@ -985,8 +985,7 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_sy
 )";
 
 // An ordered split's clearing launch (kSyncClear) also zeroes its ticket counter, 8-byte
-// aligned after the arrival counters, and the count of blocks done after it (scratch_bytes has
-// room for both).
+// aligned after the arrival counters (scratch_bytes has room for it).
 constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
     {"extern \"C\" __global__ void kf_rows_clear(KfArgs args) {",
      "__device__ __forceinline__ unsigned long long* kf_tickets(const KfArgs& args,\n"
@@ -995,17 +994,10 @@ constexpr std::pair<const char*, const char*> kOrderedClearAccesses[] = {
      "  return reinterpret_cast<unsigned long long*>(\n"
      "      (reinterpret_cast<unsigned long long>(end) + 7) / 8 * 8);\n"
      "}\n"
-     "__device__ __forceinline__ unsigned* kf_blocks_done(unsigned long long* tickets) {\n"
-     "  return reinterpret_cast<unsigned*>(tickets + 1);\n"
-     "}\n"
      "extern \"C\" __global__ void kf_rows_clear(KfArgs args) {"},
     {"    arrivals[i] = 0;\n  }\n}",
      "    arrivals[i] = 0;\n  }\n"
-     "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
-     "    unsigned long long* tickets = kf_tickets(args, rows);\n"
-     "    *tickets = 0;\n"
-     "    *kf_blocks_done(tickets) = 0;\n"
-     "  }\n}"},
+     "  if (blockIdx.x == 0 && threadIdx.x == 0) *kf_tickets(args, rows) = 0;\n}"},
 };
 
 // split_mode ordered: the items in one launch of about the resident blocks, which take them
@@ -1099,23 +1091,6 @@ __device__ __forceinline__ void kf_rows_ordered_body(const KfArgs& args, kf_i64 
     if (threadIdx.x == 0) ticket = next;
     __syncthreads();
     t = ticket;
-  }
-  // The last block done zeroes the counters again, so that a scratch kept for the next call
-  // needs no clearing launch (the plan's scratch_zeroed_from): every other block took its last
-  // ticket and counted its arrivals before it counted itself done.
-  __shared__ bool last;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(kf_blocks_done(tickets), 1u) == gridDim.x - 1;
-    if (last) __threadfence();
-  }
-  __syncthreads();
-  if (last) {
-    for (kf_i64 i = threadIdx.x; i < row_blocks; i += blockDim.x) arrivals[i] = 0;
-    if (threadIdx.x == 0) {
-      *tickets = 0;
-      *kf_blocks_done(tickets) = 0;
-    }
   }
 }
 
@@ -2377,10 +2352,10 @@ class RowKernelGenerator : public KernelGenerator {
     return calibration * synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
   }
 
-  // The prior of an ordered split: about the resident blocks taking twice the items (each a
-  // chunk's read or its write) in ticket order. A write re-reads its chunk from L2 where what
-  // was read since still fits: the lag's row blocks and the items the other resident blocks
-  // took meanwhile (OrderedRereadInL2).
+  // The prior of an ordered split: a clearing launch, then about the resident blocks taking
+  // twice the items (each a chunk's read or its write) in ticket order. A write re-reads its
+  // chunk from L2 where what was read since still fits: the lag's row blocks and the items
+  // the other resident blocks took meanwhile (OrderedRereadInL2).
   double OrderedSeconds(const Config& c, int registers, double pass_cycles,
                         double reduce_cycles, double per_elem_ops, double flight_elems,
                         double in_bytes, double out_bytes, double weight_bytes) const {
@@ -2415,7 +2390,7 @@ class RowKernelGenerator : public KernelGenerator {
         std::ceil(tickets / std::max(1.0, grid)) * (pass_cycles + reduce_cycles + kItemCycles +
                                                     kItemCyclesPerWarp * warps + (stash ? 300 : 0));
     main.dram_bytes *= WidthFactor(c.GetInt("vec"));
-    return OrderedWaitFactor(c, grid) * synth::EstimateSeconds(gpu_, {main});
+    return OrderedWaitFactor(c, grid) * synth::EstimateSeconds(gpu_, {ClearLaunch(c), main});
   }
 
   // A write's row block was read about 2 * lag * split tickets before it: where that is not
@@ -2500,8 +2475,7 @@ class RowKernelGenerator : public KernelGenerator {
     return launch;
   }
 
-  // The launch that zeroes a sync split's counters, one per row block (an ordered split's
-  // launch leaves its own zeroed for the next call: timed, it has none).
+  // The launch that zeroes a sync or ordered split's counters, one per row block.
   LaunchCost ClearLaunch(const Config& c) const {
     const double row_blocks = static_cast<double>(SyncItems(c) / c.GetInt("split"));
     LaunchCost clear;
@@ -2849,23 +2823,15 @@ class RowKernelGenerator : public KernelGenerator {
     const std::vector<int> block = {rt * rpb, 1, 1};
     if (sync || ordered) {
       // Partials, then one arrival counter per row block (an ordered split's 8-byte ticket
-      // counter and its count of blocks done after them), zeroed by a clearing launch. The
-      // ordered launch leaves its counters zeroed, so a scratch kept between calls skips it.
+      // counter after them), zeroed by a clearing launch.
       plan.let.push_back({"ITEMS", absl::StrCat("ROW_BLOCKS * ", split)});
-      const std::string partials_bytes =
-          absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false));
-      plan.scratch_bytes =
-          absl::StrCat(partials_bytes, " + ROW_BLOCKS * 4", ordered ? " + 16" : "");
-      PlanLaunch clear{"kf_rows_clear",
-                       {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"},
-                       {256, 1, 1},
-                       "0",
-                       {}};
-      if (ordered) {
-        plan.scratch_zeroed_from = partials_bytes;
-        clear.clears_scratch = true;
-      }
-      plan.launches.push_back(clear);
+      plan.scratch_bytes = absl::StrCat("ROWS * ", split, " * ", StatBytes(p_.op, false),
+                                        " + ROW_BLOCKS * 4", ordered ? " + 16" : "");
+      plan.launches.push_back({"kf_rows_clear",
+                               {"min(ceil_div(ROW_BLOCKS, 256), 1024)", "1", "1"},
+                               {256, 1, 1},
+                               "0",
+                               {}});
     }
     if (sync) {
       // The grid is the resident blocks, rounded down to whole rows' worth of chunks

@@ -3,12 +3,6 @@
 // first drains) waits for it, then writes the row. The runtime's fixture kernel, so that the
 // runtime tests cover a plan of several launches, its scratch, and early_start launches run
 // eagerly and captured in a CUDA graph.
-//
-// Two counters after the statistics are the plan's zeroed scratch bytes (scratch_zeroed_from):
-// the first launch counts its blocks, the second checks the count (a row of NaN where the
-// counters did not start at zero: a kept scratch left dirty, or garbage) and its last block
-// zeroes both again. A clearing launch zeroes them in a fresh scratch; a kept one skips it.
-// Defining LEAVES_COUNTERS makes the BAD variant that never zeroes them again.
 #include "kforge_device.h"
 
 #define NEG_INF __int_as_float(0xff800000)
@@ -39,20 +33,6 @@ __device__ float block_reduce(float v, float* smem) {
   return v;
 }
 
-// The two counters after the rows' statistics.
-__device__ __forceinline__ unsigned* counters(const KfArgs& args, long long rows) {
-  return (unsigned*)((float*)args.scratch.data + 2 * rows);
-}
-
-__device__ __forceinline__ long long rows_of(const KfArgs& args) {
-  return args.inputs[0].numel / args.inputs[0].sizes[args.inputs[0].ndim - 1];
-}
-
-// The clearing launch (clears_scratch): a fresh scratch's counters.
-extern "C" __global__ void kf_softmax_clear(KfArgs args) {
-  if (threadIdx.x < 2) counters(args, rows_of(args))[threadIdx.x] = 0;
-}
-
 // Launch 1: row blockIdx.x's max and 1/sum(exp(x - max)), as two floats in scratch.
 extern "C" __global__ void kf_softmax_stats(KfArgs args) {
   __shared__ float smem[32];
@@ -72,7 +52,6 @@ extern "C" __global__ void kf_softmax_stats(KfArgs args) {
     float* stats = (float*)args.scratch.data + 2 * row;
     stats[0] = m;
     stats[1] = 1.0f / s;
-    atomicAdd(counters(args, gridDim.x), 1u);
   }
 }
 
@@ -86,19 +65,6 @@ extern "C" __global__ void kf_softmax_apply(KfArgs args) {
   const float* x = (const float*)args.inputs[0].data + row * cols;
   float* y = (float*)args.outputs[0].data + row * cols;
   const float* stats = (const float*)args.scratch.data + 2 * row;
-  unsigned* count = counters(args, gridDim.x);
-  const bool counted = *(volatile unsigned*)count == gridDim.x;
-  const float m = stats[0], inv = counted ? stats[1] : __int_as_float(0x7fc00000);
+  const float m = stats[0], inv = stats[1];
   for (long long c = threadIdx.x; c < cols; c += blockDim.x) y[c] = expf(x[c] - m) * inv;
-#ifndef LEAVES_COUNTERS
-  // The last block done zeroes the counters for the next call: every other has read them.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(count + 1, 1u) == gridDim.x - 1) {
-      count[0] = 0;
-      count[1] = 0;
-    }
-  }
-#endif
 }
