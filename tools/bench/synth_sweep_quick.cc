@@ -11,6 +11,7 @@
 //   kforge-synth-sweep-quick DIR START RESULTS
 // DIR holds target.pb (v1::Target), inputs.pt (torch.save of one call's inputs),
 // manifest.json ({"jobs": [{"cubin": FILE, "plan": JSON}], "reps": N, "prune_factor": F,
+// "flush": "dirty" or "clean" (kforge-synth-sweep --flush),
 // optional "best_s": the row's best time so far, for pruning; optional "graph": the row's
 // timing mode, which the sweep pins once a child reported it}) and the cubins (a batch's cubin
 // holds several kernels; each job's plan names its entries). Jobs START.. are run; each
@@ -155,6 +156,8 @@ class QuickRunner {
   std::vector<bench::QuickAccuracy> accuracy_;  // per output
   std::vector<GuardedOutput> outputs_;
   at::Tensor scratch_, flush_;
+  // --flush clean: read after the memset, so that L2 holds clean lines of this buffer.
+  at::Tensor clean_reader_, clean_sum_;
   uint32_t flush_value_ = 0;
   int sms_ = 0, smem_optin_ = 0;
   int reps_ = 5;
@@ -242,6 +245,10 @@ absl::Status QuickRunner::Start(const std::string& dir) {
   flush_ = at::empty({std::max<int64_t>(2 * int64_t{l2}, 8 << 20)},
                      at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
   scratch_ = at::empty({256}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  if (manifest_.value("flush", "dirty") == "clean") {
+    clean_reader_ = at::ones({flush_.numel() / 4}, at::TensorOptions().device(at::kCUDA));
+    clean_sum_ = at::empty({}, clean_reader_.options());
+  }
   // The row's timing mode: the sweep's, or launch-bound when eager's one launch is short.
   // Pinned, eager is timed once, in that mode.
   const bool pinned = manifest_.contains("graph") && manifest_["graph"].is_boolean();
@@ -273,6 +280,9 @@ void QuickRunner::Flush() {
   cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(flush_.data_ptr()), ++flush_value_,
                    static_cast<size_t>(flush_.numel() / 4),
                    c10::cuda::getCurrentCUDAStream().stream());
+  // The memset's lines are dirty: the timed kernel would write them back as it reads. Reading
+  // twice L2 of another buffer evicts them first (untimed) and leaves clean lines.
+  if (clean_reader_.defined()) at::sum_out(clean_sum_, clean_reader_);
 }
 
 QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch, bool prunable) {
