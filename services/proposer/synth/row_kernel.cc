@@ -8,7 +8,6 @@
 #include <numeric>
 #include <string_view>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -1897,8 +1896,7 @@ class RowKernelGenerator : public KernelGenerator {
                       "takes the chunks in ticket order and writes each row block a few row "
                       "blocks after reading it, from L2 (ordered)"});
     if (!per_row_) {
-      params.push_back({"lag_scale",
-                        {std::begin(kLagScales), std::end(kLagScales)},
+      params.push_back({"lag_scale", LagScaleNames(),
                         "an ordered split's lag (row blocks read between a chunk's read and "
                         "its write) over the one a quarter of L2 holds"});
     }
@@ -2453,14 +2451,14 @@ class RowKernelGenerator : public KernelGenerator {
   // that round to one lag, or clamp to all row blocks, are one kernel there), and 1 outside
   // an ordered split.
   const char* CanonicalLagScale(const Config& c) const {
-    if (!InTicketOrder(c)) return kLagScales[kDefaultLagScale];
+    if (!InTicketOrder(c)) return kLagScales[kDefaultLagScale].name;
     const int64_t lag = OrderedLagRowBlocks(c, LagHalves(c.Get("lag_scale")));
     int best = -1;
     for (int i = 0; i < static_cast<int>(std::size(kLagScales)); ++i) {
-      if (OrderedLagRowBlocks(c, LagHalves(kLagScales[i])) != lag) continue;
+      if (OrderedLagRowBlocks(c, kLagScales[i].halves) != lag) continue;
       if (best < 0 || std::abs(i - kDefaultLagScale) < std::abs(best - kDefaultLagScale)) best = i;
     }
-    return kLagScales[best];
+    return kLagScales[best].name;
   }
 
   // A sync or ordered split's launch of `grid` resident blocks, before its bytes and work.
@@ -2608,9 +2606,10 @@ class RowKernelGenerator : public KernelGenerator {
   // reads are far enough ahead of their writes not to be waited for. Scales that are one
   // kernel for the captured rows count once, by their canonical value.
   const char* BestLagScale(Config c) const {
-    const char* best = kLagScales[kDefaultLagScale];
+    const char* best = kLagScales[kDefaultLagScale].name;
     double best_seconds = std::numeric_limits<double>::infinity();
-    for (const char* scale : kLagScales) {
+    for (const LagScale& lag_scale : kLagScales) {
+      const char* scale = lag_scale.name;
       c.Set("lag_scale", scale);
       if (Canonicalize(c).Get("lag_scale") != scale) continue;
       const double seconds = EstimateSeconds(c);
@@ -3059,12 +3058,24 @@ class RowKernelGenerator : public KernelGenerator {
   // share of L2 (by hand on the H200's VAE group norms, 16 MB of its 60 beat 8 and 32-64).
   static constexpr double kOrderedLagL2Share = 0.25;
   // lag_scale: the lag above, rounded to row blocks, times one of these (rounded half up).
-  static constexpr const char* kLagScales[] = {"0.5", "1", "1.5", "2"};
+  // The kernel takes the scale in halves (KF_ORDERED_LAG_HALVES), an integer.
+  struct LagScale {
+    const char* name;
+    int halves;
+  };
+  static constexpr LagScale kLagScales[] = {{"0.5", 1}, {"1", 2}, {"1.5", 3}, {"2", 4}};
   static constexpr int kDefaultLagScale = 1;
-  static int LagHalves(absl::string_view scale) {
-    double value = 1;
-    if (!absl::SimpleAtod(scale, &value)) value = 1;
-    return static_cast<int>(std::lround(2 * value));
+  static std::vector<std::string> LagScaleNames() {
+    std::vector<std::string> names;
+    for (const LagScale& s : kLagScales) names.push_back(s.name);
+    return names;
+  }
+  // A config's values are the space's: its name is one of kLagScales'.
+  static int LagHalves(std::string_view scale) {
+    for (const LagScale& s : kLagScales) {
+      if (scale == s.name) return s.halves;
+    }
+    return kLagScales[kDefaultLagScale].halves;
   }
   int64_t OrderedLagBytes() const {
     return static_cast<int64_t>(kOrderedLagL2Share * gpu_.l2_bytes);
