@@ -154,6 +154,9 @@ struct Row {
   size_t stale_configs = 0;  // in --details, but the config's kernel is no longer the one swept
   std::atomic<int> batch_fallbacks{0};  // batches compiled member by member
   std::string error;                    // why the row could not be swept
+  // --configs without --priors sweeps its configs only: the space is not enumerated (seconds
+  // of a GPU call per row), and the tables show its counts as "—".
+  bool enumerated = false;
   double enumerate_s = 0, generate_s = 0, compile_s = 0, quick_s = 0, full_s = 0;
   // Compile bookkeeping (CompilePool's mutex guards it).
   size_t compiles_left = 0;
@@ -249,8 +252,10 @@ void PrepareRow(Row& row, const synth::GpuModel& gpu, const PrepareOptions& opti
     return;
   }
   row.generator = std::move(*generator);
+  row.enumerated = options.configs.empty() || !options.priors_path.empty();
   Clock::time_point start = Clock::now();
-  absl::StatusOr<Enumeration> e = bench::Enumerate(*row.generator);
+  absl::StatusOr<Enumeration> e = row.enumerated ? bench::Enumerate(*row.generator)
+                                                 : absl::StatusOr<Enumeration>(Enumeration{});
   row.enumerate_s = Seconds(start);
   if (!e.ok()) {
     row.error = std::string(e.status().message());
@@ -813,6 +818,11 @@ std::string Ratio(double num, double den) {
 }
 
 // Configs of `row` whose kernel got `verdict` in the quick pass ("" counts every timed one).
+// A count of the row's enumeration, or "—" where the row was not enumerated (--configs).
+std::string EnumeratedCount(const Row& row, double count) {
+  return row.enumerated ? absl::StrFormat("%.0f", count) : "—";
+}
+
 int64_t CountQuick(const Row& row, const std::string& verdict) {
   int64_t n = 0;
   for (size_t c = 0; c < row.configs.size(); ++c) {
@@ -863,11 +873,13 @@ std::string CompileOnlyTable(const std::vector<std::unique_ptr<Row>>& rows,
     }
     valid += static_cast<int64_t>(r->enumeration.valid.size());
     compiled += CountCompiled(*r, true);
-    absl::StrAppendFormat(
-        &out, "| %s | %s | %.0f | %d | %d | %d | %d | %d | %d | %d | %.2f | %.1f |\n",
-        r->anchor.label, r->family, r->enumeration.product, r->enumeration.canonical,
-        r->enumeration.valid.size(), r->configs.size(), r->kernels.size(), SourcesToCompile(*r),
-        CountCompiled(*r, true), CountCompiled(*r, false), r->enumerate_s, r->compile_s);
+    absl::StrAppendFormat(&out,
+                          "| %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %.2f | %.1f |\n",
+                          r->anchor.label, r->family, EnumeratedCount(*r, r->enumeration.product),
+                          EnumeratedCount(*r, r->enumeration.canonical),
+                          EnumeratedCount(*r, r->enumeration.valid.size()), r->configs.size(),
+                          r->kernels.size(), SourcesToCompile(*r), CountCompiled(*r, true),
+                          CountCompiled(*r, false), r->enumerate_s, r->compile_s);
   }
   absl::StrAppendFormat(
       &out,
@@ -909,7 +921,7 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
     if (!r->error.empty() || !r->done) {
       absl::StrAppend(
           &out, "| ", r->anchor.label, " | — | ",
-          r->enumeration.valid.empty() ? "—" : std::to_string(r->enumeration.valid.size()),
+          r->enumeration.valid.empty() ? "—" : EnumeratedCount(*r, r->enumeration.valid.size()),
           " | — | — | ", Us(t ? t->eager_s : 0), " | ", Us(tc), " | ", Us(tma), " | — | — | — | ",
           Us(floor), " | — | ", r->error.empty() ? "not reached yet" : r->error, " | — |\n");
       continue;
@@ -945,10 +957,10 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
     const double shown_floor = eval_floor > 0 ? eval_floor : floor;
     const double sweep_s = r->enumerate_s + r->generate_s + r->compile_s + r->quick_s + r->full_s;
     absl::StrAppendFormat(
-        &out, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
-        r->anchor.label, CountQuick(*r, ""), r->enumeration.valid.size(), CountQuick(*r, "PASS"),
-        Us(eager), Us(t ? t->eager_s : 0), Us(tc), Us(tma), Us(best), Ratio(eager, best),
-        bench::VsTorchCompile(t, best, mode, one_set_graph), Us(shown_floor),
+        &out, "| %s | %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
+        r->anchor.label, CountQuick(*r, ""), EnumeratedCount(*r, r->enumeration.valid.size()),
+        CountQuick(*r, "PASS"), Us(eager), Us(t ? t->eager_s : 0), Us(tc), Us(tma), Us(best),
+        Ratio(eager, best), bench::VsTorchCompile(t, best, mode, one_set_graph), Us(shown_floor),
         best > 0 && shown_floor > 0 ? absl::StrFormat("%.0f%%", 100 * shown_floor / best) : "—",
         config, sweep_s);
   }
@@ -1297,15 +1309,21 @@ int Main(int argc, char** argv) {
       }
       // Enumeration and generation are quick next to compiling: queue each row as it is ready.
       PrepareRow(r, model, prepare);
-      std::fprintf(stderr,
-                   "%s: %s, %zu valid configs (enumerated in %.1f s, %.0f configs/s), %zu to "
-                   "sweep%s, %zu distinct kernels, %zu carried from --details, %zu sources to "
-                   "compile in %zu batches%s%s\n",
-                   r.anchor.id.c_str(), r.family.c_str(), r.enumeration.valid.size(), r.enumerate_s,
-                   r.enumeration.product / std::max(r.enumerate_s, 1e-9), r.configs.size(),
-                   shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
-                   r.kernels.size(), r.carried_configs, SourcesToCompile(r), r.batches.size(),
-                   r.error.empty() ? "" : ": ", r.error.c_str());
+      std::fprintf(
+          stderr,
+          "%s: %s, %s, %zu to "
+          "sweep%s, %zu distinct kernels, %zu carried from --details, %zu sources to "
+          "compile in %zu batches%s%s\n",
+          r.anchor.id.c_str(), r.family.c_str(),
+          r.enumerated ? absl::StrFormat("%zu valid configs (enumerated in %.1f s, %.0f "
+                                         "configs/s)",
+                                         r.enumeration.valid.size(), r.enumerate_s,
+                                         r.enumeration.product / std::max(r.enumerate_s, 1e-9))
+                             .c_str()
+                       : "the space not enumerated (--configs)",
+          r.configs.size(), shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
+          r.kernels.size(), r.carried_configs, SourcesToCompile(r), r.batches.size(),
+          r.error.empty() ? "" : ": ", r.error.c_str());
       if (r.stale_configs > 0) {
         std::fprintf(stderr,
                      "  %s: %zu configs of --details swept again: they generate another kernel "
