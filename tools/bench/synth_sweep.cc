@@ -817,12 +817,12 @@ std::string Ratio(double num, double den) {
   return num > 0 && den > 0 ? absl::StrFormat("%.2f×", num / den) : "—";
 }
 
-// Configs of `row` whose kernel got `verdict` in the quick pass ("" counts every timed one).
 // A count of the row's enumeration, or "—" where the row was not enumerated (--configs).
 std::string EnumeratedCount(const Row& row, double count) {
   return row.enumerated ? absl::StrFormat("%.0f", count) : "—";
 }
 
+// Configs of `row` whose kernel got `verdict` in the quick pass ("" counts every timed one).
 int64_t CountQuick(const Row& row, const std::string& verdict) {
   int64_t n = 0;
   for (size_t c = 0; c < row.configs.size(); ++c) {
