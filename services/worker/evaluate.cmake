@@ -40,6 +40,11 @@ add_library(kforge_reference STATIC
 target_link_libraries(kforge_reference PUBLIC
   kforge_torch kforge_protos absl::status absl::statusor absl::strings absl::str_format)
 
+# The L2 flush before every timed rep (LibTorch + CUDA driver), the child's and the sweep's.
+add_library(kforge_l2_flush STATIC ${CMAKE_CURRENT_LIST_DIR}/l2_flush.cc)
+target_link_libraries(kforge_l2_flush PUBLIC kforge_torch absl::status absl::statusor absl::strings
+                                             CUDA::cuda_driver)
+
 # The child: owns one GPU's CUDA context. Links libcuda directly, so on a machine without a
 # driver it fails to start and the supervisor reports NOT_EVALUATED.
 add_executable(kforge-evaluator
@@ -47,7 +52,7 @@ add_executable(kforge-evaluator
   ${CMAKE_CURRENT_LIST_DIR}/evaluator_cuda_backend.cc)
 target_link_libraries(kforge-evaluator PRIVATE
   kforge_evaluator_core kforge_reference kforge_launch_plan kforge_kernel_launch kforge_tensor_io
-  kforge_common CUDA::cuda_driver)
+  kforge_l2_flush kforge_common CUDA::cuda_driver)
 set_target_properties(kforge-evaluator PROPERTIES
   BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}" INSTALL_RPATH "${KFORGE_TORCH_LIB_DIR}")
 

@@ -39,6 +39,7 @@
 #include "services/worker/evaluator_guards.h"
 #include "services/worker/evaluator_stats.h"
 #include "services/worker/evaluator.h"
+#include "services/worker/l2_flush.h"
 #include "services/worker/reference.h"
 #include "services/worker/reference_compare.h"
 #include "services/worker/reference_inputs.h"
@@ -210,9 +211,8 @@ class CudaEvaluationBackend : public EvaluationBackend {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   v1::GpuInfo info_;
-  at::Tensor l2_flush_;  // written before every timed rep to evict the candidate's data
+  std::optional<L2Flush> l2_flush_;  // before every timed rep
   std::function<void(const v1::EvaluationResult&)> context_lost_reply_;
-  uint32_t flush_value_ = 0;
 };
 
 absl::StatusOr<v1::GpuInfo> CudaEvaluationBackend::Start() {
@@ -271,13 +271,7 @@ absl::StatusOr<v1::GpuInfo> CudaEvaluationBackend::Start() {
   info_.set_l2_bytes(l2);
   info_.set_shared_memory_per_block_optin(smem_optin);
   info_.set_index(reported_index_);
-  try {
-    int64_t flush_bytes = std::max<int64_t>(2 * static_cast<int64_t>(l2), 8 << 20);
-    l2_flush_ = at::empty({flush_bytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
-  } catch (const c10::Error& e) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate the L2 flush buffer: ", e.what_without_backtrace()));
-  }
+  KF_ASSIGN_OR_RETURN(l2_flush_, L2Flush::Create(l2));
   KF_RETURN_IF_ERROR(MeasureCopyBandwidth());
   KF_RETURN_IF_ERROR(MeasurePeakFlops());
   return info_;
@@ -854,10 +848,8 @@ std::optional<Failure> CandidateEvaluation::Time(const std::vector<at::Tensor>& 
   auto run_candidate = [&]() { return launch_candidate(sets[candidate_turn++ % sets.size()]); };
   auto run_eager = [&]() { launch_eager(sets[eager_turn++ % sets.size()]); };
   auto flush = [&]() -> std::optional<Failure> {
-    CUresult r = cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(gpu_.l2_flush_.data_ptr()),
-                                  ++gpu_.flush_value_,
-                                  static_cast<size_t>(gpu_.l2_flush_.numel() / 4), s);
-    if (r != CUDA_SUCCESS) return Fail(v1::NOT_EVALUATED, "L2 flush failed: " + CuDescribe(r));
+    absl::Status flushed = gpu_.l2_flush_->Enqueue();
+    if (!flushed.ok()) return Fail(v1::NOT_EVALUATED, std::string(flushed.message()));
     return std::nullopt;
   };
 

@@ -570,7 +570,6 @@ struct QuickOptions {
   int reps = 5;
   double prune_factor = 2.0;
   double startup_s = 60;
-  std::string flush = "dirty";  // --flush
 };
 
 // The results a quick-pass child appended to `path` so far: "KFQ {json}" lines.
@@ -652,10 +651,7 @@ absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::
     }
     job_kernel.push_back(k);
   }
-  json manifest = {{"jobs", jobs},
-                   {"reps", options.reps},
-                   {"prune_factor", options.prune_factor},
-                   {"flush", options.flush}};
+  json manifest = {{"jobs", jobs}, {"reps", options.reps}, {"prune_factor", options.prune_factor}};
   // The best time of the row's earlier chunks, so pruning does not start over in each child.
   double best_s = 0;
   for (const QuickResult& q : row.quick) {
@@ -1037,7 +1033,6 @@ int Main(int argc, char** argv) {
   CLI::App app{"kforge-synth-sweep: the synthesizer's exhaustive sweep of GPU.md's anchor rows"};
   std::string rows_filter, out_path, details_dir, torch_path, emit_rows, cache_dir, work_dir;
   std::string shard_text, resume_dir, configs_text, where_text, sources_dir, priors_path;
-  std::string flush = "dirty";
   int max_configs = 0, top = 3, jobs = 0, reps = 5, seed = 1234, batch = 8, quick_chunk = 2048;
   bool compile_only = false, shape_generic = false, quick_only = false, finish = false,
        resume = false;
@@ -1098,12 +1093,6 @@ int Main(int argc, char** argv) {
                  "quick pass: stop timing a config after one rep when it is this many times "
                  "slower than the best so far")
       ->check(CLI::Range(1.0, 1000.0));
-  app.add_option("--flush", flush,
-                 "quick pass: the L2 flush before each timed rep: dirty (the worker's, a memset "
-                 "of twice L2 that leaves its lines dirty for the timed kernel to write back) or "
-                 "clean (the memset, then a read of another buffer of twice L2); full "
-                 "validation's timing stays the worker's")
-      ->check(CLI::IsMember({"dirty", "clean"}));
   app.add_option("--torch-times", torch_path, "JSON written by torch_compile_times.py");
   app.add_option("--out", out_path,
                  "also write the markdown table to this file (rewritten after every row)");
@@ -1352,7 +1341,6 @@ int Main(int argc, char** argv) {
     quick.child = (std::filesystem::path(ExeDir()) / "kforge-synth-sweep-quick").string();
     quick.reps = reps;
     quick.prune_factor = prune;
-    quick.flush = flush;
     for (auto& r : rows) {
       if (!r->error.empty()) {
         r->done = true;

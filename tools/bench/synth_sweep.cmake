@@ -14,7 +14,7 @@ set_target_properties(kforge-synth-sweep PROPERTIES BUILD_RPATH "${KFORGE_TORCH_
 add_executable(kforge-synth-sweep-quick ${CMAKE_SOURCE_DIR}/tools/bench/synth_sweep_quick.cc)
 target_link_libraries(kforge-synth-sweep-quick PRIVATE
   kforge_evaluator_core kforge_reference kforge_launch_plan kforge_kernel_launch kforge_tensor_io
-  kforge_common nlohmann_json::nlohmann_json CUDA::cuda_driver)
+  kforge_l2_flush kforge_common nlohmann_json::nlohmann_json CUDA::cuda_driver)
 set_target_properties(kforge-synth-sweep-quick PROPERTIES BUILD_RPATH "${KFORGE_TORCH_LIB_DIR}")
 
 # The children the sweep starts from its own directory.

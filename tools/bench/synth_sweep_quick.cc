@@ -11,7 +11,6 @@
 //   kforge-synth-sweep-quick DIR START RESULTS
 // DIR holds target.pb (v1::Target), inputs.pt (torch.save of one call's inputs),
 // manifest.json ({"jobs": [{"cubin": FILE, "plan": JSON}], "reps": N, "prune_factor": F,
-// "flush": "dirty" or "clean" (kforge-synth-sweep --flush),
 // optional "best_s": the row's best time so far, for pruning; optional "graph": the row's
 // timing mode, which the sweep pins once a child reported it}) and the cubins (a batch's cubin
 // holds several kernels; each job's plan names its entries). Jobs START.. are run; each
@@ -48,6 +47,7 @@
 #include "services/worker/abandoned_capture.h"
 #include "services/worker/evaluator_guards.h"
 #include "services/worker/evaluator_stats.h"
+#include "services/worker/l2_flush.h"
 #include "services/worker/reference.h"
 #include "services/worker/reference_compare.h"
 #include "tools/bench/quick_accuracy.h"
@@ -143,7 +143,6 @@ class QuickRunner {
   // then `reps_ - 1` more unless the first is over prune_factor_ * best_s_. With graph_, a rep
   // is one replay of a CUDA graph of kGraphLaunches launches, its time per launch.
   Timed Time(const std::function<std::string()>& launch, bool prunable);
-  void Flush();
   std::string RunEager();
 
   json manifest_;
@@ -155,10 +154,8 @@ class QuickRunner {
   std::vector<ErrorStats> eager_error_;
   std::vector<bench::QuickAccuracy> accuracy_;  // per output
   std::vector<GuardedOutput> outputs_;
-  at::Tensor scratch_, flush_;
-  // --flush clean: read after the memset, so that L2 holds clean lines of this buffer.
-  at::Tensor clean_reader_, clean_sum_;
-  uint32_t flush_value_ = 0;
+  at::Tensor scratch_;
+  std::optional<L2Flush> l2_flush_;
   int sms_ = 0, smem_optin_ = 0;
   int reps_ = 5;
   double prune_factor_ = 2.0;
@@ -242,13 +239,10 @@ absl::Status QuickRunner::Start(const std::string& dir) {
     outputs_.push_back(MakeOutput(eager_.back()));
     accuracy_.emplace_back(truth_.back(), eager_.back(), tol, eager_error_.back(), 4.0);
   }
-  flush_ = at::empty({std::max<int64_t>(2 * int64_t{l2}, 8 << 20)},
-                     at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  absl::StatusOr<L2Flush> flush = L2Flush::Create(l2);
+  if (!flush.ok()) return flush.status();
+  l2_flush_ = *std::move(flush);
   scratch_ = at::empty({256}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
-  if (manifest_.value("flush", "dirty") == "clean") {
-    clean_reader_ = at::ones({flush_.numel() / 4}, at::TensorOptions().device(at::kCUDA));
-    clean_sum_ = at::empty({}, clean_reader_.options());
-  }
   // The row's timing mode: the sweep's, or launch-bound when eager's one launch is short.
   // Pinned, eager is timed once, in that mode.
   const bool pinned = manifest_.contains("graph") && manifest_["graph"].is_boolean();
@@ -276,15 +270,6 @@ std::string QuickRunner::RunEager() {
   return r.ok() ? "" : std::string(r.status().message());
 }
 
-void QuickRunner::Flush() {
-  cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(flush_.data_ptr()), ++flush_value_,
-                   static_cast<size_t>(flush_.numel() / 4),
-                   c10::cuda::getCurrentCUDAStream().stream());
-  // The memset's lines are dirty: the timed kernel would write them back as it reads. Reading
-  // twice L2 of another buffer evicts them first (untimed) and leaves clean lines.
-  if (clean_reader_.defined()) at::sum_out(clean_sum_, clean_reader_);
-}
-
 QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch, bool prunable) {
   Timed t;
   CUstream s = c10::cuda::getCurrentCUDAStream().stream();
@@ -306,7 +291,10 @@ QuickRunner::Timed QuickRunner::Time(const std::function<std::string()>& launch,
   std::vector<CUevent> events(2 * static_cast<size_t>(reps_), nullptr);
   for (CUevent& e : events) cuEventCreate(&e, CU_EVENT_DEFAULT);
   auto rep = [&](int i) -> bool {
-    Flush();
+    if (absl::Status flushed = l2_flush_->Enqueue(); !flushed.ok()) {
+      t.error = std::string(flushed.message());
+      return false;
+    }
     cuEventRecord(events[2 * i], s);
     if (graph) {
       graph->replay();

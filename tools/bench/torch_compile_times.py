@@ -320,6 +320,10 @@ class Timer:
         props = torch.cuda.get_device_properties(0)
         l2 = getattr(props, "L2_cache_size", 0) or (60 << 20)
         self.flush_buf = torch.empty(max(2 * l2, 8 << 20), dtype=torch.uint8, device="cuda")
+        # The worker's flush (services/worker/l2_flush.h): a write of twice L2, then a read of
+        # another buffer of twice L2, so that the timed call writes none of the flush's lines back.
+        self.clean_buf = torch.ones(self.flush_buf.numel() // 4, device="cuda")
+        self.clean_sum = torch.empty((), device="cuda")
         self.min_reps, self.max_reps, self.batch_reps = min_reps, max_reps, batch_reps
         self.flushes = 0
         self.cycles_per_s = self._calibrate_sleep()
@@ -343,6 +347,7 @@ class Timer:
     def flush(self):
         self.flushes += 1
         self.flush_buf.fill_(self.flushes & 0xFF)
+        self.torch.sum(self.clean_buf, out=self.clean_sum)
 
     def _enqueue(self, fns, names, inputs, first, count, events):
         for i in range(first, first + count):
