@@ -4,9 +4,9 @@
 // torch_compile_times.py does the same in Python): a write of twice L2 evicts what the last
 // rep left, then a read of another buffer of twice L2 evicts the written lines, so that the
 // timed work starts on a clean L2 and writes none of the flush's lines back. After the write
-// alone a timed kernel paid for writing back up to L2's size of the flush's dirty lines:
-// the H100's SD VAE group norms ran 1.7-5.4% longer so, eager 1.6%
-// (docs/benchmarks/2026-12-06-session47.md); Nsight Compute's cache control leaves L2 clean
+// alone a timed kernel paid for writing back up to L2's size of the flush's dirty lines: on a
+// clean L2 the H100's SD VAE group norms timed 1.8-5.4% shorter, eager 0.6-1.6%
+// (docs/benchmarks/2026-12-06-session47.md). Nsight Compute's cache control leaves L2 clean
 // too.
 
 #include <ATen/core/Tensor.h>
