@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Session 47's next round, call 2: the `gpu` label on the clean flush, then the residual chain
-# at 512 threads a block around its seed (the quick pass, top 4 through full validation), and
-# Nsight Compute on its seed (DRAM bytes against the floor's 384 MB, stalls).
+# with its operands loaded beside its input (KfStashRead: the seed measured 197.5 us in session
+# 47's quick pass before it), at 256 and 512 threads a block around its seed (the quick pass,
+# top 4 through full validation), and Nsight Compute on its seed (DRAM bytes against the
+# floor's 384 MB, stalls).
 #   bash tools/gpu-check $OUT -- bash docs/benchmarks/2026-12-06-session47/next-round-2.sh $OUT
 OUT=$1
 ctest --test-dir build -L gpu --output-on-failure --timeout 600 2>&1 | tee $OUT/ctest-gpu.txt | tail -5
@@ -11,6 +13,9 @@ c=$seed
 for s in 64 128 256; do for u in 1 2; do for l in 0.5 1; do
   c="$c|row_threads=512;$b;cache=output;split=$s;unroll=$u;lag_scale=$l"
 done; done; done
+for s in 128 256; do for u in 1 2 4; do
+  [[ $s == 256 && $u == 2 ]] || c="$c|row_threads=256;$b;cache=output;split=$s;unroll=$u;lag_scale=0.5"
+done; done
 timeout 240 .carry/build/bin/kforge-synth-sweep --rows res-gn-silu-vae-128x512-fp32 --configs "$c" \
   --top 4 --details /tmp/d-res --out $OUT/sweep-res.md > $OUT/sweep-res-log.txt 2>&1 || tail -5 $OUT/sweep-res-log.txt
 tar czf $OUT/sweep-details.tgz -C /tmp d-res

@@ -1110,19 +1110,34 @@ extern "C" __global__ void __launch_bounds__(KF_BLOCK, KF_MIN_BLOCKS) kf_rows_or
 // stores of this launch: every thread's are ordered before its row block's arrival (the
 // barrier, then thread 0's fence, as a grid barrier orders them), and a write loads them only
 // after its wait, with plain loads the compiler cannot hoist above it. The input and the
-// operands are dead once read; the values stay in L2 (evict_last) until their write.
+// operands are dead once read; the values stay in L2 (evict_last) until their write. The read
+// loads a step's prologue operands with its input vectors (KfStashRead), before the step's
+// first store: loaded with each vector's work, after the store of the vector before it (which
+// may alias them), they went to DRAM one vector after another (sm_90 SASS, session 47).
 constexpr std::pair<const char*, const char*> kOutputStashAccesses[] = {
     // the read (kf_sync_read, as kL2KeepAccesses left it)
+    {"// Pass 0 over an item's chunk: its statistics published",
+     "// cache=output's read of a vector: the input and the prologue's operands there.\n"
+     "template <int V> struct KfStashRead {\n  KfVec<TI, V> raw;\n  KfProOperands<V> pro;\n};\n\n"
+     "// Pass 0 over an item's chunk: its statistics published"},
     {"  KfRowCtx ctx;\n  kf_init_ctx(ctx, args, it.row, cols);\n  KfStat s = kf_identity<0>();\n"
      "  const unsigned long long keep = kf_l2_policy(true);\n",
      "  TO* yr = reinterpret_cast<TO*>(args.outputs[0].data) +\n"
      "           (it.valid ? kf_out_row(args, it.row, cols) : 0);\n"
      "  KfRowCtx ctx;\n  kf_init_ctx(ctx, args, it.row, cols);\n  KfStat s = kf_identity<0>();\n"
      "  const unsigned long long keep = kf_l2_policy(true), dead = kf_l2_policy(false);\n"},
-    {"raw = kf_load_l2<TI, V>(xr + c, keep); },", "raw = kf_load_l2<TI, V>(xr + c, dead); },"},
+    {"  kf_for_each_read<V, KfVec<TI, V>>(it.c0, it.c1, lane, false,\n"
+     "      [&](kf_i64 c, int, KfVec<TI, V>& raw) { raw = kf_load_l2<TI, V>(xr + c, keep); },\n"
+     "      [&](kf_i64 c, int, const KfVec<TI, V>& raw) {",
+     "  kf_for_each_read<V, KfStashRead<V>>(it.c0, it.c1, lane, false,\n"
+     "      [&](kf_i64 c, int, KfStashRead<V>& l) {\n"
+     "        l.raw = kf_load_l2<TI, V>(xr + c, dead);\n"
+     "        kf_prologue_load<V>(ctx.chain, c, l.pro);\n"
+     "      },\n"
+     "      [&](kf_i64 c, int, const KfStashRead<V>& l) {"},
     {"    if (sbuf != nullptr) kf_smem_put<V>(sbuf, c - it.c0, it.chunk, raw);\n"
      "    float v[V];\n    kf_to_floats(raw, v);\n    kf_add<0, V>(s, v, c, ctx);\n",
-     "    float v[V];\n    kf_to_floats(raw, v);\n    kf_cache_in<V>(v, c, ctx);\n"
+     "    float v[V];\n    kf_to_floats(l.raw, v);\n    kf_prologue_apply<V>(l.pro, v);\n"
      "    kf_store_floats_l2<TO, V>(yr + c, v, keep);\n    kf_cached_add<0, V>(s, v, c, ctx);\n"},
     {"  __syncthreads();\n  if (threadIdx.x == 0) atomicAdd(arrivals + it.rb, 1u);",
      "  __syncthreads();\n  if (threadIdx.x == 0) {\n    __threadfence();\n"
