@@ -40,10 +40,9 @@ add_library(kforge_reference STATIC
 target_link_libraries(kforge_reference PUBLIC
   kforge_torch kforge_protos absl::status absl::statusor absl::strings absl::str_format)
 
-# The L2 flush before every timed rep (LibTorch + CUDA driver), the child's and the sweep's.
+# The L2 flush before every timed rep (LibTorch), the child's and the sweep's.
 add_library(kforge_l2_flush STATIC ${CMAKE_CURRENT_LIST_DIR}/l2_flush.cc)
-target_link_libraries(kforge_l2_flush PUBLIC kforge_torch absl::status absl::statusor absl::strings
-                                             CUDA::cuda_driver)
+target_link_libraries(kforge_l2_flush PUBLIC kforge_torch absl::status absl::statusor absl::strings)
 
 # The child: owns one GPU's CUDA context. Links libcuda directly, so on a machine without a
 # driver it fails to start and the supervisor reports NOT_EVALUATED.

@@ -3,8 +3,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/sum.h>
-#include <c10/cuda/CUDAStream.h>
-#include <cuda.h>
 
 #include <algorithm>
 
@@ -29,20 +27,11 @@ absl::StatusOr<L2Flush> L2Flush::Create(int64_t l2_bytes) {
 }
 
 absl::Status L2Flush::Enqueue() {
-  CUresult r = cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(written_.data_ptr()), ++value_,
-                                static_cast<size_t>(written_.numel() / 4),
-                                c10::cuda::getCurrentCUDAStream().stream());
-  if (r != CUDA_SUCCESS) {
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    return absl::InternalError(absl::StrCat("L2 flush: cuMemsetD32Async failed: ",
-                                            name != nullptr ? name : "unknown error"));
-  }
   try {
+    written_.fill_(static_cast<int64_t>(++value_));
     at::sum_out(read_sum_, read_);
   } catch (const c10::Error& e) {
-    return absl::InternalError(
-        absl::StrCat("L2 flush: the read failed: ", e.what_without_backtrace()));
+    return absl::InternalError(absl::StrCat("L2 flush failed: ", e.what_without_backtrace()));
   }
   return absl::OkStatus();
 }

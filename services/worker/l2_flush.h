@@ -23,12 +23,12 @@ class L2Flush {
   // Buffers on the current CUDA device for an L2 of `l2_bytes` (twice it each, at least 8 MB).
   static absl::StatusOr<L2Flush> Create(int64_t l2_bytes);
 
-  // Enqueues the flush on the current CUDA stream.
+  // Enqueues the flush on the current CUDA stream (ATen's, as the worker's timing uses).
   absl::Status Enqueue();
 
  private:
   at::Tensor written_, read_, read_sum_;
-  uint32_t value_ = 0;  // a new value per write, so that no write repeats the last one
+  uint8_t value_ = 0;  // a new value per write, so that no write repeats the last one
 };
 
 }  // namespace kforge
