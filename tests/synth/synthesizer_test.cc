@@ -395,7 +395,7 @@ TEST(SynthesizerTest, AChainIsOneKernelOfItsAnchor) {
   };
   const Case cases[] = {
       {"softmax_attention_chain", "// kforge synth: mul -> add -> softmax -> to bfloat16 rows",
-       {"float v0;", "o.v0 = kf_to_float(ch.p0[0]);",  // the f64 scale, one element
+       {"ch.one0 = kf_to_float(ch.p0[0]);", "o.v0 = ch.one0;",  // the f64 scale, read once
         "ch.base1 = (row * cols) % args.inputs[2].numel;",  // the mask's rows
         "kf_load<V>(ch.p1 + ch.base1 + c, o.v1);", "return a * b;", "kf_op_add<P, V>",
         "kf_chain_init(ctx.chain, args, ctx.row, ctx.cols);"}},

@@ -164,7 +164,7 @@ std::string PointwiseChain::SideCode(const std::vector<Part>& side, const char* 
       const int k = part.operand;
       if (op.layout == OperandLayout::kOne) {
         absl::StrAppend(&members, "  float v", k, ";\n");
-        absl::StrAppend(&loads, "  o.v", k, " = kf_to_float(ch.p", k, "[0]);\n");
+        absl::StrAppend(&loads, "  o.v", k, " = ch.one", k, ";\n");  // read by kf_chain_init
         b = absl::StrCat("o.v", k);
       } else if (op.layout == OperandLayout::kSpread) {
         // One element for a vector within one run of it, else one per element.
@@ -224,7 +224,13 @@ std::string PointwiseChain::DeviceCode() const {
     // inputs[i].data would be one more constant-cache line per operand (kforge_device.h).
     absl::StrAppend(&init, "  ch.p", k, " = reinterpret_cast<const ", type, "*>(args.data[",
                     op.input, "]);\n");
-    if (op.layout == OperandLayout::kFlat) {
+    if (op.layout == OperandLayout::kOne) {
+      // Read and converted once here, not with every vector: in a vector's loads it was one
+      // more dependent round trip (a float64 divisor's load, then its conversion, before the
+      // next input load issued).
+      absl::StrAppend(&members, "  float one", k, ";\n");
+      absl::StrAppend(&init, "  ch.one", k, " = kf_to_float(ch.p", k, "[0]);\n");
+    } else if (op.layout == OperandLayout::kFlat) {
       // The streamed input where its rows are strided: as the engine finds them (kf_in_row).
       absl::StrAppend(&members, "  kf_i64 base", k, ";\n");
       absl::StrAppend(&init, "  ch.base", k, " = ",
