@@ -347,7 +347,7 @@ class Timer:
     def flush(self):
         self.flushes += 1
         self.flush_buf.fill_(self.flushes & 0xFF)
-        self.torch.sum(self.clean_buf, out=self.clean_sum)
+        self.torch.sum(self.clean_buf, dim=0, out=self.clean_sum)
 
     def _enqueue(self, fns, names, inputs, first, count, events):
         for i in range(first, first + count):

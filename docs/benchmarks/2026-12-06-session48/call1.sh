@@ -2,7 +2,7 @@
 # Session 48, call 1: the `gpu` tests the clean flush, KfStashRead and the chain's one-element
 # operands read once touch (the evaluator's timings, the splits, cache=output, the rowwise and
 # group_norm samples: their chains hold such operands), then the residual chain's seed A/B:
-# .carry/old-sweep is kforge-synth-sweep at f49ed35 (KfStashRead, the divisor read with every
+# .carry/build/bin/old-sweep is kforge-synth-sweep at f49ed35 (beside kforge-nvrtc, which it runs) (KfStashRead, the divisor read with every
 # vector), the build's at this session's change (read once per row); quick pass, interleaved
 # with eager, alternating, two invocations each; Nsight Compute on the new seed (DRAM bytes
 # against the floor's 384 MB); then configs around the seed on the new one.
@@ -16,7 +16,7 @@ seed="row_threads=256;$b;cache=output;split=256;unroll=2;lag_scale=0.5"
 row=res-gn-silu-vae-128x512-fp32
 for i in 1 2; do
   for v in old new; do
-    bin=.carry/build/bin/kforge-synth-sweep; [[ $v == old ]] && bin=.carry/old-sweep
+    bin=.carry/build/bin/kforge-synth-sweep; [[ $v == old ]] && bin=.carry/build/bin/old-sweep
     timeout 60 $bin --rows $row --configs "$seed" --quick-only --reps 40 --out $OUT/ab-$v-$i.md \
       > $OUT/ab-$v-$i-log.txt 2>&1 || tail -3 $OUT/ab-$v-$i-log.txt
   done

@@ -2190,6 +2190,11 @@ class RowKernelGenerator : public KernelGenerator {
     double rereads = cached ? 0 : data_passes - 1;
     if (after_prologue && p_.chain.EpilogueReadsStreamedInput()) rereads = 1;
     const double in_bytes = elems * in_size;
+    // A pass over the row reads the input and the prologue's operands of its shape again (a
+    // residual added before the norm), but where a cache holds the values after the prologue
+    // and the epilogue loads the raw input alone.
+    const double reread_bytes =
+        after_prologue ? in_bytes : elems * (in_size + prologue_stream_bytes_);
     const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
     const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
                                 (p_.bias_input >= 0 ? cols * ElementSize(p_.bias_dtype) : 0) +
@@ -2283,7 +2288,7 @@ class RowKernelGenerator : public KernelGenerator {
       // read last is still in L2: about half of it while the output's writes evicted the
       // rest; its re-read and stores under evict_first keep more (H200, 2026-12-02: 1-7% off
       // the group norm rows' finishing launches; the prior still counts half).
-      const double reread = RereadsRow() ? in_bytes : 0;
+      const double reread = RereadsRow() ? reread_bytes : 0;
       const double warm = std::min(reread, 0.5 * double(gpu_.l2_bytes));
       main.dram_bytes = out_bytes + rows * split * 16 + weight_bytes + reread - warm;
       main.l2_bytes = warm;
@@ -2308,8 +2313,9 @@ class RowKernelGenerator : public KernelGenerator {
         main.block_latency_cycles = 700;  // a pointwise block, as the elementwise family's
       }
     } else {
-      main.dram_bytes = in_bytes + out_bytes + weight_bytes + rereads * in_bytes * reread_in_dram;
-      main.l2_bytes = rereads * in_bytes * (1 - reread_in_dram);
+      main.dram_bytes =
+          in_bytes + out_bytes + weight_bytes + rereads * reread_bytes * reread_in_dram;
+      main.l2_bytes = rereads * reread_bytes * (1 - reread_in_dram);
     }
     launches.push_back(main);
     for (LaunchCost& launch : launches) launch.dram_bytes *= WidthFactor(vec);
@@ -2340,7 +2346,7 @@ class RowKernelGenerator : public KernelGenerator {
     const double grid = static_cast<double>(SyncGrid(c));
     const double sweeps = std::ceil(items / std::max(1.0, grid));
     const bool held = SmemCache(c);
-    const double reread = RereadsRow() && !held ? in_bytes : 0;
+    const double reread = RereadsRow() && !held ? elems * RereadBytesPerElement(c) : 0;
     const bool reread_in_l2 = grid * SyncItemBytes(c) <= kSyncSweepL2Share * gpu_.l2_bytes;
     constexpr double kMeetCycles = 800;  // fence, atomic, polling, the partials from L2
 
@@ -2599,16 +2605,24 @@ class RowKernelGenerator : public KernelGenerator {
     // neighbour moves do not reach that value from cache=none. Fast math where the chain has a
     // choice: the ordered configs of the VAE's group norm -> SiLU ran 0.92x their twins without
     // it (median of 10, session 44), and session 45's search of 1x256x512x512 never moved its
-    // seed's fast_math=0 (271.1 us; the seed's shape with it 262.5).
+    // seed's fast_math=0 (271.1 us; the seed's shape with it 262.5). The 32 KB and the 4
+    // vectors are the read's, which loads the prologue's operands of the value's shape beside
+    // the input: a residual's chain reads 8 bytes an element, in 256 chunks of its 4 MB rows
+    // with 2 vectors of each a step (188.8 us on the H100, quick pass 187.2), where 128 chunks
+    // of 4 vectors, the input's sizes alone, ran 210.6 in the same sweep and the search that
+    // began there ended at 205.1 (session 48).
     if (!per_row_) {
       Config c = seeds.front();
       c.SetInt("row_threads", 256);
       c.Set("cache", CanStashInOutput() ? "output" : "none");
       c.Set("split_mode", "ordered");
-      c.Set("unroll", "4");
+      const int64_t read_bytes = ElementSize(p_.in_dtype) + prologue_stream_bytes_;
+      c.SetInt("unroll", read_bytes >= 4 * ElementSize(p_.in_dtype)   ? 1
+                         : read_bytes >= 2 * ElementSize(p_.in_dtype) ? 2
+                                                                      : 4);
       if (HasFastMathChoice()) c.Set("fast_math", "1");
       int split = 2;
-      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * RereadBytesPerElement(c);
+      const int64_t row_bytes = std::max<int64_t>(1, p_.cols) * read_bytes;
       while (split < 256 && row_bytes / split > (32 << 10)) split *= 2;
       c.SetInt("split", split);
       c.Set("lag_scale", BestLagScale(c));
