@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu test of kforge-synth-sweep's exhaustive mode on the smallest anchor row (avgpool-r50,
 # ~1.1k configs): two --shard runs (8 configs per NVRTC program, their quick pass on the GPU)
-# must together cover every valid config exactly once, a --resume run must carry all of its
-# shard and compile nothing, and --finish must validate a winner and report full coverage.
+# must together cover every valid config exactly once, each table naming its fastest, a
+# --resume run must carry all of its shard and compile nothing, and --finish must validate a
+# winner and report full coverage.
 #   synth_sweep_shards_test.sh KFORGE_SYNTH_SWEEP
 set -uo pipefail
 SWEEP=$1
@@ -25,6 +26,10 @@ dups=$( (lines 0; lines 1) | cut -f1 | sort | uniq -d | wc -l)
 [[ $dups -eq 0 ]] || fail "$dups configs are in both shards"
 unfinished=$( (lines 0; lines 1) | cut -f4 | grep -cE '^(|SKIPPED|NOT_EVALUATED)$')
 [[ $unfinished -eq 0 ]] || fail "$unfinished configs have no quick result"
+# A --quick-only table reports its fastest quick-pass config (a run without --details has no
+# other record of what it measured).
+grep -q "fastest in the quick pass [0-9.]* µs, eager [0-9.]* µs: [a-z_]*=" "$DIR/s0.txt" ||
+  { grep "^| " "$DIR/s0.txt"; fail "the --quick-only table names no fastest config"; }
 pass=$( (lines 0; lines 1) | cut -f4 | grep -c '^PASS$')
 [[ $pass -gt $((valid / 2)) ]] || fail "only $pass of $valid configs passed the quick pass (batched cubins broken?)"
 

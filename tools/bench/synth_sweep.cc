@@ -943,7 +943,20 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
       absl::StrAppendFormat(&config, "; CI %.1f–%.1f µs, %s", w.result.candidate().ci_low_s() * 1e6,
                             w.result.candidate().ci_high_s() * 1e6, w.result.candidate().mode());
     } else if (ctx.quick_only) {
+      // The quick pass's times are all a --quick-only run has: its fastest, with eager's time
+      // by the same method, so that a run without --details still reports what it measured.
       config = "not validated: --quick-only (the --finish run validates)";
+      std::optional<size_t> fastest;
+      for (size_t k = 0; k < r->quick.size(); ++k) {
+        if (r->quick[k].verdict != "PASS") continue;
+        if (!fastest || r->quick[k].median_s < r->quick[*fastest].median_s) fastest = k;
+      }
+      if (fastest) {
+        absl::StrAppend(&config, "; fastest in the quick pass ", Us(r->quick[*fastest].median_s),
+                        " µs, eager ",
+                        Us(r->quick_eager.verdict == "PASS" ? r->quick_eager.median_s : 0),
+                        " µs: ", DescribeConfig(r->configs[r->kernels[*fastest].configs.front()]));
+      }
     } else if (!r->full.empty()) {
       eager = r->full.front().result.eager().median_s();
       const auto& d = r->full.front().result;
