@@ -573,6 +573,18 @@ struct QuickOptions {
   double startup_s = 60;
 };
 
+// The row's kernels that passed the quick pass with a time (pruned ones ran one rep only),
+// fastest first, as (median seconds, kernel index).
+std::vector<std::pair<double, size_t>> RankedQuick(const Row& row) {
+  std::vector<std::pair<double, size_t>> ranked;
+  for (size_t k = 0; k < row.quick.size(); ++k) {
+    const QuickResult& q = row.quick[k];
+    if (q.verdict == "PASS" && !q.pruned && q.median_s > 0) ranked.emplace_back(q.median_s, k);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  return ranked;
+}
+
 // The results a quick-pass child appended to `path` so far: "KFQ {json}" lines.
 std::vector<json> ReadQuickResults(const std::filesystem::path& path) {
   std::vector<json> out;
@@ -654,14 +666,8 @@ absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::
   }
   json manifest = {{"jobs", jobs}, {"reps", options.reps}, {"prune_factor", options.prune_factor}};
   // The best time of the row's earlier chunks, so pruning does not start over in each child.
-  double best_s = 0;
-  for (const QuickResult& q : row.quick) {
-    if (q.verdict == "PASS" && !q.pruned && q.median_s > 0 &&
-        (best_s == 0 || q.median_s < best_s)) {
-      best_s = q.median_s;
-    }
-  }
-  if (best_s > 0) manifest["best_s"] = best_s;
+  const std::vector<std::pair<double, size_t>> ranked = RankedQuick(row);
+  if (!ranked.empty()) manifest["best_s"] = ranked.front().first;
   // The row's timing mode, once a child chose it from eager's time: every chunk and restart
   // times alike, so the row's times compare (details resumed from before the mode existed are
   // single launches).
@@ -772,13 +778,7 @@ absl::Status QuickPass(Row& row, const std::vector<size_t>& kernels, const std::
 // further down the ranking when they fail, up to 3 * top evaluations.
 void FullValidation(Row& row, EvaluationPipeline& pipeline, const std::string& inputs,
                     const std::string& arch, int top, bool shape_generic) {
-  std::vector<std::pair<double, size_t>> ranked;
-  for (size_t k = 0; k < row.quick.size(); ++k) {
-    if (row.quick[k].verdict == "PASS" && !row.quick[k].pruned) {
-      ranked.emplace_back(row.quick[k].median_s, k);
-    }
-  }
-  std::sort(ranked.begin(), ranked.end());
+  const std::vector<std::pair<double, size_t>> ranked = RankedQuick(row);
   int passed = 0;
   for (size_t i = 0; i < ranked.size() && passed < top && static_cast<int>(i) < 3 * top; ++i) {
     v1::EvaluateRequest request;
@@ -946,16 +946,12 @@ std::string Table(const std::vector<std::unique_ptr<Row>>& rows, const TableCont
       // The quick pass's times are all a --quick-only run has: its fastest, with eager's time
       // by the same method, so that a run without --details still reports what it measured.
       config = "not validated: --quick-only (the --finish run validates)";
-      std::optional<size_t> fastest;
-      for (size_t k = 0; k < r->quick.size(); ++k) {
-        if (r->quick[k].verdict != "PASS") continue;
-        if (!fastest || r->quick[k].median_s < r->quick[*fastest].median_s) fastest = k;
-      }
-      if (fastest) {
-        absl::StrAppend(&config, "; fastest in the quick pass ", Us(r->quick[*fastest].median_s),
-                        " µs, eager ",
+      const std::vector<std::pair<double, size_t>> ranked = RankedQuick(*r);
+      if (!ranked.empty()) {
+        const auto [fastest_s, fastest] = ranked.front();
+        absl::StrAppend(&config, "; fastest in the quick pass ", Us(fastest_s), " µs, eager ",
                         Us(r->quick_eager.verdict == "PASS" ? r->quick_eager.median_s : 0),
-                        " µs: ", DescribeConfig(r->configs[r->kernels[*fastest].configs.front()]));
+                        " µs: ", DescribeConfig(r->configs[r->kernels[fastest].configs.front()]));
       }
     } else if (!r->full.empty()) {
       eager = r->full.front().result.eager().median_s();
@@ -1312,21 +1308,18 @@ int Main(int argc, char** argv) {
       }
       // Enumeration and generation are quick next to compiling: queue each row as it is ready.
       PrepareRow(r, model, prepare);
-      std::fprintf(
-          stderr,
-          "%s: %s, %s, %zu to "
-          "sweep%s, %zu distinct kernels, %zu carried from --details, %zu sources to "
-          "compile in %zu batches%s%s\n",
-          r.anchor.id.c_str(), r.family.c_str(),
-          r.enumerated ? absl::StrFormat("%zu valid configs (enumerated in %.1f s, %.0f "
-                                         "configs/s)",
+      const std::string space =
+          r.enumerated ? absl::StrFormat("%zu valid configs (enumerated in %.1f s, %.0f configs/s)",
                                          r.enumeration.valid.size(), r.enumerate_s,
                                          r.enumeration.product / std::max(r.enumerate_s, 1e-9))
-                             .c_str()
-                       : "the space not enumerated (--configs)",
-          r.configs.size(), shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
-          r.kernels.size(), r.carried_configs, SourcesToCompile(r), r.batches.size(),
-          r.error.empty() ? "" : ": ", r.error.c_str());
+                       : "the space not enumerated (--configs)";
+      std::fprintf(stderr,
+                   "%s: %s, %s, %zu to sweep%s, %zu distinct kernels, %zu carried from --details, "
+                   "%zu sources to compile in %zu batches%s%s\n",
+                   r.anchor.id.c_str(), r.family.c_str(), space.c_str(), r.configs.size(),
+                   shard.count > 1 ? absl::StrCat(" in shard ", shard_text).c_str() : "",
+                   r.kernels.size(), r.carried_configs, SourcesToCompile(r), r.batches.size(),
+                   r.error.empty() ? "" : ": ", r.error.c_str());
       if (r.stale_configs > 0) {
         std::fprintf(stderr,
                      "  %s: %zu configs of --details swept again: they generate another kernel "

@@ -2193,8 +2193,7 @@ class RowKernelGenerator : public KernelGenerator {
     // A pass over the row reads the input and the prologue's operands of its shape again (a
     // residual added before the norm), but where a cache holds the values after the prologue
     // and the epilogue loads the raw input alone.
-    const double reread_bytes =
-        after_prologue ? in_bytes : elems * (in_size + prologue_stream_bytes_);
+    const double reread_bytes = after_prologue ? in_bytes : elems * RereadBytesPerElement(c);
     const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
     const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
                                 (p_.bias_input >= 0 ? cols * ElementSize(p_.bias_dtype) : 0) +
