@@ -2190,10 +2190,10 @@ class RowKernelGenerator : public KernelGenerator {
     double rereads = cached ? 0 : data_passes - 1;
     if (after_prologue && p_.chain.EpilogueReadsStreamedInput()) rereads = 1;
     const double in_bytes = elems * in_size;
-    // A pass over the row reads the input and the prologue's operands of its shape again (a
-    // residual added before the norm), but where a cache holds the values after the prologue
-    // and the epilogue loads the raw input alone.
-    const double reread_bytes = after_prologue ? in_bytes : elems * RereadBytesPerElement(c);
+    // A pass over the row reads the input and the prologue's operands of its shape again,
+    // but where a cache holds the values after the prologue: there the epilogue loads the raw
+    // input alone.
+    const double reread_bytes = elems * (after_prologue ? in_size : ReadBytesPerElement());
     const double out_bytes = per_row_ ? rows * out_size : elems * out_size;
     const double weight_bytes = (p_.weight_input >= 0 ? cols * ElementSize(p_.weight_dtype) : 0) +
                                 (p_.bias_input >= 0 ? cols * ElementSize(p_.bias_dtype) : 0) +
@@ -2457,8 +2457,11 @@ class RowKernelGenerator : public KernelGenerator {
   // held twice the bytes it is sized for. With cache=output, the output's value alone.
   int64_t RereadBytesPerElement(const Config& c) const {
     if (!per_row_ && c.Get("cache") == "output") return ElementSize(p_.out_dtype);
-    return ElementSize(p_.in_dtype) + prologue_stream_bytes_;
+    return ReadBytesPerElement();
   }
+  // What a pass that applies the prologue loads an element: the input and the prologue's
+  // operands of its shape (a residual added before the norm).
+  int64_t ReadBytesPerElement() const { return ElementSize(p_.in_dtype) + prologue_stream_bytes_; }
   // The lag the kernel takes (kOrderedEntry), in row blocks.
   double OrderedLag(const Config& c) const {
     return static_cast<double>(OrderedLagRowBlocks(c, LagHalves(c.Get("lag_scale"))));
@@ -2615,7 +2618,7 @@ class RowKernelGenerator : public KernelGenerator {
       c.SetInt("row_threads", 256);
       c.Set("cache", CanStashInOutput() ? "output" : "none");
       c.Set("split_mode", "ordered");
-      const int64_t read_bytes = ElementSize(p_.in_dtype) + prologue_stream_bytes_;
+      const int64_t read_bytes = ReadBytesPerElement();
       c.SetInt("unroll", read_bytes >= 4 * ElementSize(p_.in_dtype)   ? 1
                          : read_bytes >= 2 * ElementSize(p_.in_dtype) ? 2
                                                                       : 4);
